@@ -1,0 +1,32 @@
+"""brain: the memory engine. A synchronous library; it knows nothing of stdio,
+JSON-RPC or event loops (the ``daemon`` package wraps it).
+
+Public names are re-exported here; modules are one concept each.
+"""
+
+from brain.config import BrainConfig
+from brain.content import MessageIn
+from brain.engine import Brain, Info, SaveResult
+from brain.errors import BrainError, Conflict, InvalidInput, NotFound, StorageError, StoreBusy
+from brain.ingest import IngestedMessage, IngestResult
+from brain.store import Store, open_store
+from brain.version import __version__
+
+__all__ = [
+    "Brain",
+    "BrainConfig",
+    "BrainError",
+    "Conflict",
+    "Info",
+    "IngestResult",
+    "IngestedMessage",
+    "InvalidInput",
+    "MessageIn",
+    "NotFound",
+    "SaveResult",
+    "StorageError",
+    "Store",
+    "StoreBusy",
+    "__version__",
+    "open_store",
+]

@@ -1,0 +1,400 @@
+"""Message content: from the shapes clients send to stored parts, and back.
+
+Clients send content as a string or as a list of blocks in OpenAI chat shape
+(``text``, ``image_url``, ``input_audio``, ``file``, ``refusal``; tool calls as
+the message-level ``tool_calls`` list and tool results as ``role: "tool"`` with
+``tool_call_id``; Responses-style ``function_call`` / ``function_call_output``)
+or Anthropic messages shape (``text``, ``image``, ``document``, ``tool_use``,
+``tool_result``, ``thinking``, ``redacted_thinking``). ``normalize`` turns one
+message into rows: a flattened text (what FTS indexes and budgets count) and
+one part per block keeping the original block. ``restore`` inverts it exactly.
+
+Large payloads: a block estimated above the threshold has its largest string
+(or, for a tool result with list content, the whole list) moved out to a
+payload file; the stored block keeps a marker ``{"__brain_file__": id,
+"encoding": ...}`` in its place and the flattened text keeps a compact
+reference. ``restore`` puts the original bytes back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+import orjson
+
+from brain.errors import InvalidInput
+from brain.tokens import estimate_tokens
+
+Role = Literal["user", "assistant", "system", "tool"]
+PartKind = Literal["text", "tool_call", "tool_result", "reasoning", "image", "file", "other"]
+Origin = Literal["content", "tool_calls", "message"]
+Encoding = Literal["utf8", "json"]
+
+ROLES: Final = frozenset({"user", "assistant", "system", "tool"})
+FILE_MARKER: Final = "__brain_file__"
+_PREVIEW_CHARS: Final = 160
+
+
+@dataclass(frozen=True, slots=True)
+class MessageIn:
+    """One message as a client sent it (already type-checked at the edge)."""
+
+    role: str
+    content: str | list[dict[str, Any]]
+    client_id: str | None = None
+    name: str | None = None
+    created_at: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """A large value moved out of a block into a payload file."""
+
+    file_id: str
+    data: bytes
+    encoding: Encoding
+    token_count: int
+    part_kind: PartKind
+
+
+@dataclass(slots=True)
+class Part:
+    """One stored part; ``block`` is the original block (payloads replaced by markers)."""
+
+    kind: PartKind
+    origin: Origin
+    block: dict[str, Any] | None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    payload: Payload | None = None
+
+
+@dataclass(slots=True)
+class Normalized:
+    """Everything ingest writes for one message."""
+
+    role: str
+    name: str | None
+    content: str
+    content_shape: Literal["string", "blocks"]
+    token_count: int
+    created_at: str
+    client_id: str | None
+    replay_hash: bytes
+    parts: list[Part] = field(default_factory=list)
+
+    @property
+    def payloads(self) -> list[Payload]:
+        """The payload files this message needs written."""
+        return [p.payload for p in self.parts if p.payload is not None]
+
+
+def new_file_id() -> str:
+    """A fresh payload file id: ``file_`` + 16 hex characters, never from input."""
+    return "file_" + secrets.token_hex(8)
+
+
+def normalize(
+    msg: MessageIn, *, where: str, large_tokens: int, now: datetime | None = None
+) -> Normalized:
+    """Validate and flatten one message; ``where`` prefixes field names in errors."""
+    if msg.role not in ROLES:
+        raise InvalidInput(f"{where}.role", f"must be one of {sorted(ROLES)}")
+    created_at = normalize_time(msg.created_at, f"{where}.created_at", now)
+    parts: list[Part] = []
+    texts: list[str] = []
+
+    if isinstance(msg.content, str):
+        shape: Literal["string", "blocks"] = "string"
+        text = msg.content
+        result_kind: PartKind = "tool_result" if msg.tool_call_id is not None else "text"
+        if estimate_tokens(text) > large_tokens:
+            payload = _payload(text.encode("utf-8"), "utf8", result_kind)
+            parts.append(Part(result_kind, "message", None, msg.tool_call_id, None, payload))
+            text = _reference(payload, None, text)
+        elif msg.tool_call_id is not None:
+            parts.append(Part("tool_result", "message", None, msg.tool_call_id))
+        texts.append(text)
+    else:
+        shape = "blocks"
+        if msg.tool_call_id is not None:
+            parts.append(Part("tool_result", "message", None, msg.tool_call_id))
+        for i, block in enumerate(msg.content):
+            part, text = _block_part(block, f"{where}.content[{i}]", large_tokens)
+            parts.append(part)
+            if text:
+                texts.append(text)
+
+    for i, call in enumerate(msg.tool_calls or ()):
+        part, text = _openai_tool_call(call, f"{where}.tool_calls[{i}]", large_tokens)
+        parts.append(part)
+        texts.append(text)
+
+    content = "\n".join(texts)
+    return Normalized(
+        role=msg.role,
+        name=msg.name,
+        content=content,
+        content_shape=shape,
+        token_count=estimate_tokens(content),
+        created_at=created_at,
+        client_id=msg.client_id,
+        replay_hash=replay_hash(msg),
+        parts=parts,
+    )
+
+
+def replay_hash(msg: MessageIn) -> bytes:
+    """Hash of everything the client sent except its id: equal hashes mean a replay."""
+    key = [msg.role, msg.name, msg.content, msg.tool_calls, msg.tool_call_id, msg.created_at]
+    return hashlib.blake2b(orjson.dumps(key, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
+
+
+def normalize_time(value: str | None, where: str, now: datetime | None = None) -> str:
+    """ISO-8601 in, UTC ``YYYY-MM-DDTHH:MM:SS.mmmZ`` out; None means now."""
+    if value is None:
+        moment = now or datetime.now(UTC)
+    else:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidInput(where, "must be an ISO-8601 timestamp") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def restore(
+    role: str,
+    name: str | None,
+    content: str,
+    content_shape: str,
+    parts: list[tuple[str, str, str | None, str | None]],
+    read_file: Callable[[str], bytes],
+) -> dict[str, Any]:
+    """Rebuild the message a client sent from stored rows.
+
+    ``parts`` are (kind, origin, tool_call_id, block JSON) in ordinal order, with
+    ``block`` None for origin 'message'; ``read_file`` returns a payload file's
+    bytes. The result has ``role``, ``content`` and, when present, ``name``,
+    ``tool_calls`` and ``tool_call_id``.
+    """
+    out: dict[str, Any] = {"role": role}
+    blocks: list[Any] = []
+    calls: list[Any] = []
+    restored: Any = content
+    for _kind, origin, tool_call_id, block_json in parts:
+        if origin == "message":
+            if tool_call_id is not None:
+                out["tool_call_id"] = tool_call_id
+            if block_json is not None:  # a large string content lives in a file
+                restored = _restore_markers(orjson.loads(block_json), read_file)
+            continue
+        value = _restore_markers(orjson.loads(block_json or "null"), read_file)
+        (calls if origin == "tool_calls" else blocks).append(value)
+    out["content"] = blocks if content_shape == "blocks" else restored
+    if name is not None:
+        out["name"] = name
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def message_part_block(part: Part) -> str | None:
+    """The JSON stored in ``message_parts.block`` for a part."""
+    if part.origin == "message":
+        if part.payload is None:
+            return None
+        # The whole string content is in a file: store just the marker.
+        return orjson.dumps(_marker(part.payload)).decode()
+    return orjson.dumps(part.block).decode()
+
+
+# -- blocks --------------------------------------------------------------------
+
+
+def _block_part(block: dict[str, Any], where: str, large_tokens: int) -> tuple[Part, str]:
+    kind_name = block.get("type")
+    if not isinstance(kind_name, str):
+        raise InvalidInput(f"{where}.type", "must be a string")
+    kind, text, call_id, tool = _classify(block, kind_name, where)
+    stored, payload = _offload(block, kind, large_tokens)
+    if payload is not None:
+        text = _reference(payload, tool, text)
+    return Part(kind, "content", stored, call_id, tool, payload), text
+
+
+def _classify(
+    block: dict[str, Any], kind_name: str, where: str
+) -> tuple[PartKind, str, str | None, str | None]:
+    """(part kind, searchable text, tool call id, tool name) for one block."""
+    match kind_name:
+        case "text" | "input_text" | "output_text":
+            return "text", _str_field(block, "text", where), None, None
+        case "refusal":
+            return "text", _str_field(block, "refusal", where), None, None
+        case "thinking":
+            return "reasoning", _str_field(block, "thinking", where), None, None
+        case "redacted_thinking":
+            return "reasoning", "", None, None
+        case "reasoning":
+            return "reasoning", _reasoning_text(block), None, None
+        case "tool_use" | "server_tool_use":
+            call_id = _str_field(block, "id", where)
+            name = _str_field(block, "name", where)
+            args = orjson.dumps(block.get("input", {})).decode()
+            return "tool_call", f"{name}({args})", call_id, name
+        case "function_call":
+            call_id = _str_field(block, "call_id", where)
+            name = _str_field(block, "name", where)
+            args = block.get("arguments", "")
+            args_text = args if isinstance(args, str) else orjson.dumps(args).decode()
+            return "tool_call", f"{name}({args_text})", call_id, name
+        case "tool_result" | "function_call_output":
+            id_key, body_key = (
+                ("tool_use_id", "content") if kind_name == "tool_result" else ("call_id", "output")
+            )
+            call_id = _str_field(block, id_key, where)
+            return "tool_result", _nested_text(block.get(body_key, "")), call_id, None
+        case "image" | "image_url" | "input_image":
+            return "image", "[image]", None, None
+        case "document" | "file" | "input_file" | "input_audio":
+            title = block.get("title") or (block.get("file") or {}).get("filename")
+            return "file", f"[file: {title}]" if isinstance(title, str) else "[file]", None, None
+        case _:
+            return "other", "", None, None
+
+
+def _openai_tool_call(call: Any, where: str, large_tokens: int) -> tuple[Part, str]:
+    if not isinstance(call, dict):
+        raise InvalidInput(where, "must be an object")
+    call_id = _str_field(call, "id", where)
+    function = call.get("function")
+    if not isinstance(function, dict):
+        raise InvalidInput(f"{where}.function", "must be an object")
+    name = _str_field(function, "name", f"{where}.function")
+    args = function.get("arguments", "")
+    text = f"{name}({args if isinstance(args, str) else orjson.dumps(args).decode()})"
+    stored, payload = _offload(call, "tool_call", large_tokens)
+    if payload is not None:
+        text = _reference(payload, name, text)
+    return Part("tool_call", "tool_calls", stored, call_id, name, payload), text
+
+
+def _str_field(obj: dict[str, Any], key: str, where: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{where}.{key}", "must be a string")
+    return value
+
+
+def _nested_text(value: Any) -> str:
+    """Searchable text of a tool result body: a string, or the text of nested blocks."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = []
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                texts.append(item["text"])
+            elif isinstance(item, str):
+                texts.append(item)
+        return "\n".join(texts)
+    return ""
+
+
+def _reasoning_text(block: dict[str, Any]) -> str:
+    if isinstance(block.get("text"), str):
+        return str(block["text"])
+    return _nested_text(block.get("summary") or block.get("content") or "")
+
+
+# -- large payloads ---------------------------------------------------------------
+
+
+def _offload(
+    block: dict[str, Any], kind: PartKind, large_tokens: int
+) -> tuple[dict[str, Any], Payload | None]:
+    """Move a block's bulk to a payload when the block is over the threshold."""
+    encoded = orjson.dumps(block)
+    if (len(encoded) + 3) // 4 <= large_tokens:  # fast path: bytes/4 bounds the estimate
+        return block, None
+    path, leaf = _largest_string(block, ())
+    if leaf is not None and estimate_tokens(leaf) > large_tokens:
+        payload = _payload(leaf.encode("utf-8"), "utf8", kind)
+        return _replace(block, path, _marker(payload)), payload
+    body = block.get("content")
+    if isinstance(body, list):
+        data = orjson.dumps(body)
+        payload = _payload(data, "json", kind)
+        return _replace(block, ("content",), _marker(payload)), payload
+    return block, None
+
+
+def _largest_string(value: Any, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
+    """Path to and value of the longest string anywhere inside ``value``."""
+    if isinstance(value, str):
+        return path, value
+    if isinstance(value, dict):
+        children: list[tuple[Any, Any]] = list(value.items())
+    elif isinstance(value, list):
+        children = list(enumerate(value))
+    else:
+        return (), None
+    best: tuple[tuple[Any, ...], str | None] = ((), None)
+    for key, child in children:
+        found_path, found = _largest_string(child, (*path, key))
+        if found is not None and (best[1] is None or len(found) > len(best[1])):
+            best = (found_path, found)
+    return best
+
+
+def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        copy = dict(value)
+        copy[head] = _replace(value[head], rest, new)
+        return copy
+    copy_list = list(value)
+    copy_list[head] = _replace(value[head], rest, new)
+    return copy_list
+
+
+def _payload(data: bytes, encoding: Encoding, kind: PartKind) -> Payload:
+    return Payload(new_file_id(), data, encoding, (len(data) + 3) // 4, kind)
+
+
+def _marker(payload: Payload) -> dict[str, str]:
+    return {FILE_MARKER: payload.file_id, "encoding": payload.encoding}
+
+
+def _reference(payload: Payload, tool: str | None, text: str) -> str:
+    """The compact stand-in the flattened text keeps for a payload file."""
+    tool_part = f" tool={tool}" if tool else ""
+    preview = " ".join(text[: _PREVIEW_CHARS * 2].split())[:_PREVIEW_CHARS]
+    return (
+        f"[Large payload {payload.file_id} | {payload.part_kind}{tool_part} | "
+        f"{len(payload.data)} bytes | ~{payload.token_count} tokens] {preview}"
+    ).rstrip()
+
+
+def _restore_markers(value: Any, read_file: Callable[[str], bytes]) -> Any:
+    if isinstance(value, dict):
+        file_id = value.get(FILE_MARKER)
+        if isinstance(file_id, str) and len(value) == 2 and "encoding" in value:
+            data = read_file(file_id)
+            return data.decode("utf-8") if value["encoding"] == "utf8" else orjson.loads(data)
+        return {k: _restore_markers(v, read_file) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore_markers(v, read_file) for v in value]
+    return value

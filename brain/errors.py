@@ -1,0 +1,64 @@
+"""The engine's exceptions: one rooted tree.
+
+::
+
+    BrainError
+    ├── InvalidInput        a caller gave data the engine cannot accept (names the field)
+    ├── NotFound            an id or session that does not exist
+    ├── Conflict            a write that contradicts what is stored
+    ├── StoreBusy           the database stayed locked past the busy timeout
+    └── StorageError        the database or files directory failed underneath us
+
+The engine knows nothing of the wire. The daemon's dispatcher is the one place
+where these become protocol error codes (see ``daemon.dispatch``), and it is the
+only place where foreign exceptions (apsw, OSError) are translated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class BrainError(Exception):
+    """Root of every error the engine raises on purpose."""
+
+    default_message = "engine error"
+
+    def __init__(self, message: str | None = None, **data: Any) -> None:
+        self.message = message or self.default_message
+        self.data: dict[str, Any] = data
+        super().__init__(self.message)
+
+
+class InvalidInput(BrainError):
+    """Input that fails validation; ``field`` names where (``messages[2].content[0].type``)."""
+
+    default_message = "invalid input"
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}", field=field)
+        self.field = field
+
+
+class NotFound(BrainError):
+    """The referenced object does not exist (or is outside the caller's scope)."""
+
+    default_message = "not found"
+
+
+class Conflict(BrainError):
+    """The write contradicts stored state (for example a reused client id with new content)."""
+
+    default_message = "conflict"
+
+
+class StoreBusy(BrainError):
+    """The database stayed locked by another process past the busy timeout."""
+
+    default_message = "database busy"
+
+
+class StorageError(BrainError):
+    """The database file or files directory failed (disk full, permissions, corruption)."""
+
+    default_message = "storage error"

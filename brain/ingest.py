@@ -1,0 +1,213 @@
+"""Ingest: append messages to a conversation, idempotently, in one transaction.
+
+A message is a duplicate, reported and not stored again, when
+  * its client id is already stored for the session, or
+  * it has no client id and is an exact replay of the session's previous
+    message (same role, name, content, tool fields and given timestamp).
+The second rule catches a host that re-sends its last turn after a crash
+without ids; a genuinely repeated "ok" with a different timestamp or id is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
+
+from brain.content import MessageIn, Normalized, message_part_block, normalize, normalize_time
+from brain.errors import Conflict, InvalidInput
+from brain.files import remove_file, write_file
+from brain.store import Store, Transaction
+
+MAX_SESSION_LEN: Final = 512
+
+
+@dataclass(frozen=True, slots=True)
+class IngestedMessage:
+    """Outcome for one input message, in input order."""
+
+    id: str
+    seq: int
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """Outcome of one ingest call."""
+
+    session: str
+    ingested: int
+    duplicates: int
+    messages: tuple[IngestedMessage, ...]
+
+
+def public_message_id(row_id: int, client_id: str | None) -> str:
+    """The id clients see: their own id when they gave one, else ``msg_<n>``."""
+    return client_id if client_id is not None else f"msg_{row_id}"
+
+
+def ingest(
+    store: Store,
+    session: str,
+    messages: Sequence[MessageIn],
+    *,
+    session_key: str | None = None,
+    field: str = "messages",
+    batch: bool = True,
+    now: datetime | None = None,
+) -> IngestResult:
+    """Store ``messages`` for ``session`` in one transaction and report what happened.
+
+    Every message is validated before the transaction starts, so a bad
+    message rejects the whole call and stores nothing. ``field`` and ``batch``
+    only shape error messages (``messages[3].role`` or ``message.role``).
+    """
+    _check_session(session, session_key)
+    moment = now or datetime.now(UTC)
+    threshold = store.config.large_payload_tokens
+    normalized = [
+        normalize(m, where=f"{field}[{i}]" if batch else field, large_tokens=threshold, now=moment)
+        for i, m in enumerate(messages)
+    ]
+    stamp = normalize_time(None, "now", moment)
+    outcomes: list[IngestedMessage] = []
+    with store.transaction() as txn:
+        conversation_id = _conversation(store, session, session_key, stamp)
+        last = store.one(
+            "SELECT id, seq, client_id, replay_hash FROM messages "
+            "WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1",
+            (conversation_id,),
+        )
+        last_seq = 0 if last is None else int(last[1])
+        for msg in normalized:
+            dup = _duplicate_of(store, conversation_id, msg, last)
+            if dup is not None:
+                outcomes.append(IngestedMessage(dup[0], dup[1], duplicate=True))
+                continue
+            last_seq += 1
+            row_id = _insert(store, txn, conversation_id, last_seq, msg, stamp)
+            last = (row_id, last_seq, msg.client_id, msg.replay_hash)
+            outcomes.append(
+                IngestedMessage(public_message_id(row_id, msg.client_id), last_seq, False)
+            )
+        if any(not o.duplicate for o in outcomes):
+            store.execute(
+                "UPDATE conversations SET updated_at = ? WHERE id = ?", (stamp, conversation_id)
+            )
+    new = sum(1 for o in outcomes if not o.duplicate)
+    return IngestResult(session, new, len(outcomes) - new, tuple(outcomes))
+
+
+def _check_session(session: str, session_key: str | None) -> None:
+    if not session or len(session) > MAX_SESSION_LEN:
+        raise InvalidInput("session", f"must be 1..{MAX_SESSION_LEN} characters")
+    if session_key is not None and (not session_key or len(session_key) > MAX_SESSION_LEN):
+        raise InvalidInput("session_key", f"must be 1..{MAX_SESSION_LEN} characters")
+
+
+def _conversation(store: Store, session: str, session_key: str | None, stamp: str) -> int:
+    row = store.one("SELECT id, session_key FROM conversations WHERE session_id = ?", (session,))
+    if row is None:
+        store.execute(
+            "INSERT INTO conversations (session_id, session_key, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?)",
+            (session, session_key, stamp, stamp),
+        )
+        return int(store.conn.last_insert_rowid())
+    conversation_id, stored_key = int(row[0]), row[1]
+    if session_key is not None and stored_key != session_key:
+        if stored_key is not None:
+            raise Conflict(
+                f"session {session!r} already belongs to session key {stored_key!r}",
+                session=session,
+                session_key=stored_key,
+            )
+        store.execute(
+            "UPDATE conversations SET session_key = ? WHERE id = ?", (session_key, conversation_id)
+        )
+    return conversation_id
+
+
+def _duplicate_of(
+    store: Store,
+    conversation_id: int,
+    msg: Normalized,
+    last: tuple[object, ...] | None,
+) -> tuple[str, int] | None:
+    """(public id, seq) of the stored message this one duplicates, if any."""
+    if msg.client_id is not None:
+        row = store.one(
+            "SELECT id, seq FROM messages WHERE conversation_id = ? AND client_id = ?",
+            (conversation_id, msg.client_id),
+        )
+        return None if row is None else (msg.client_id, int(row[1]))
+    if last is not None and last[3] == msg.replay_hash:
+        row_id, seq, client_id = int(str(last[0])), int(str(last[1])), last[2]
+        return public_message_id(row_id, client_id if isinstance(client_id, str) else None), seq
+    return None
+
+
+def _insert(
+    store: Store, txn: Transaction, conversation_id: int, seq: int, msg: Normalized, stamp: str
+) -> int:
+    store.execute(
+        "INSERT INTO messages (conversation_id, seq, role, name, content, content_shape, "
+        "token_count, created_at, client_id, replay_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            conversation_id,
+            seq,
+            msg.role,
+            msg.name,
+            msg.content,
+            msg.content_shape,
+            msg.token_count,
+            msg.created_at,
+            msg.client_id,
+            msg.replay_hash,
+        ),
+    )
+    message_id = int(store.conn.last_insert_rowid())
+    for payload in msg.payloads:
+        write_file(store.files_dir, payload.file_id, payload.data)
+        txn.on_rollback(_remover(store, payload.file_id))
+        store.execute(
+            "INSERT INTO large_files (file_id, conversation_id, message_id, part_kind, encoding, "
+            "byte_size, token_count, sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                payload.file_id,
+                conversation_id,
+                message_id,
+                payload.part_kind,
+                payload.encoding,
+                len(payload.data),
+                payload.token_count,
+                _sha256(payload.data),
+                stamp,
+            ),
+        )
+    for ordinal, part in enumerate(msg.parts):
+        store.execute(
+            "INSERT INTO message_parts (message_id, ordinal, kind, origin, tool_call_id, "
+            "tool_name, file_id, block) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                message_id,
+                ordinal,
+                part.kind,
+                part.origin,
+                part.tool_call_id,
+                part.tool_name,
+                None if part.payload is None else part.payload.file_id,
+                message_part_block(part),
+            ),
+        )
+    return message_id
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _remover(store: Store, file_id: str) -> Callable[[], None]:
+    return lambda: remove_file(store.files_dir, file_id)

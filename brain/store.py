@@ -1,0 +1,240 @@
+"""The SQLite store: one ``open_store()``, named connection setup steps, one
+nestable transaction primitive.
+
+Every connection the engine opens goes through ``open_store`` so that every
+connection gets the same setup (apsw's ``bestpractice`` idea, applied per
+connection rather than through global hooks). A ``Store`` is not safe for
+concurrent use from several threads; the engine (``brain.engine``) serialises
+access to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import apsw
+import sqlite_vec
+
+from brain.config import BrainConfig
+from brain.errors import StorageError, StoreBusy
+from brain.schema import migrate
+
+Tracer = Callable[[str, Any], None]
+"""Called with (sql, bindings) for every statement the store executes."""
+
+SetupStep = Callable[[apsw.Connection, BrainConfig], None]
+
+
+def _busy_timeout(conn: apsw.Connection, config: BrainConfig) -> None:
+    # A bounded wait for another process's write lock instead of an instant
+    # "database is locked".
+    conn.set_busy_timeout(config.busy_timeout_ms)
+
+
+def _wal(conn: apsw.Connection, config: BrainConfig) -> None:
+    # WAL lets readers in other processes proceed while we write, and makes a
+    # commit a single append. Changing journal mode silently commits, which is
+    # why it happens here, before anything else runs on the connection.
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+    if mode is None or str(mode[0]).lower() != "wal":
+        raise StorageError(f"could not enable WAL journal mode (got {mode!r})")
+
+
+def _synchronous(conn: apsw.Connection, config: BrainConfig) -> None:
+    conn.execute(f"PRAGMA synchronous = {config.synchronous}")
+
+
+def _foreign_keys(conn: apsw.Connection, config: BrainConfig) -> None:
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _no_double_quoted_strings(conn: apsw.Connection, config: BrainConfig) -> None:
+    # "x" must mean an identifier; a typo'd column name should fail loudly.
+    conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+    conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+
+
+def _sqlite_vec(conn: apsw.Connection, config: BrainConfig) -> None:
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
+
+
+SETUP_STEPS: Final[tuple[tuple[str, SetupStep], ...]] = (
+    ("busy_timeout", _busy_timeout),
+    ("wal", _wal),
+    ("synchronous", _synchronous),
+    ("foreign_keys", _foreign_keys),
+    ("no_double_quoted_strings", _no_double_quoted_strings),
+    ("sqlite_vec", _sqlite_vec),
+)
+"""Applied in order to every connection ``open_store`` makes."""
+
+
+@dataclass
+class Transaction:
+    """Handle for the innermost open transaction level.
+
+    ``on_rollback`` registers an undo for work outside the database (a payload
+    file written for a row that is then rolled back).
+    """
+
+    _undo: list[Callable[[], None]] = field(default_factory=list)
+
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if this level (or an enclosing one) rolls back."""
+        self._undo.append(undo)
+
+
+class Store:
+    """An open database plus its files directory."""
+
+    def __init__(self, conn: apsw.Connection, path: Path, config: BrainConfig) -> None:
+        self.conn = conn
+        self.path = path
+        self.config = config
+        self.files_dir = files_dir_for(path)
+        self._levels: list[Transaction] = []
+        self._tracer: Tracer | None = None
+
+    # -- statements ---------------------------------------------------------
+
+    def execute(self, sql: str, bindings: Any = None) -> apsw.Cursor:
+        """Run one statement with bindings; translate lock timeouts."""
+        try:
+            return self.conn.execute(sql, bindings)
+        except apsw.BusyError as exc:
+            raise StoreBusy("database stayed locked by another process") from exc
+
+    def one(self, sql: str, bindings: Any = None) -> tuple[Any, ...] | None:
+        """Return the first row of a query, or None."""
+        row = self.execute(sql, bindings).fetchone()
+        return None if row is None else tuple(row)
+
+    def scalar(self, sql: str, bindings: Any = None) -> Any:
+        """Return the first column of the first row (None when there is no row)."""
+        row = self.execute(sql, bindings).fetchone()
+        return None if row is None else row[0]
+
+    def set_tracer(self, tracer: Tracer | None) -> None:
+        """Call ``tracer(sql, bindings)`` for every statement (None removes it)."""
+        self._tracer = tracer
+        if tracer is None:
+            self.conn.exec_trace = None
+            return
+
+        def trace(_cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
+            tracer(sql, bindings)
+            return True
+
+        self.conn.exec_trace = trace
+
+    # -- transactions -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Open a transaction, or a savepoint inside an open one.
+
+        The outermost level is ``BEGIN IMMEDIATE``: it takes the write lock up
+        front (waiting up to the busy timeout) instead of upgrading a read
+        lock later, which in WAL mode can fail at once with "database is
+        locked" whatever the timeout. Leaving the block normally commits;
+        an exception rolls back this level only and runs its undo hooks.
+        """
+        level = Transaction()
+        outermost = not self._levels
+        savepoint = f"sp{len(self._levels)}"
+        self.execute("BEGIN IMMEDIATE" if outermost else f"SAVEPOINT {savepoint}")
+        self._levels.append(level)
+        try:
+            yield level
+        except BaseException:
+            self._levels.pop()
+            try:
+                if outermost:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                else:
+                    self.conn.execute(f"ROLLBACK TO {savepoint}")
+                    self.conn.execute(f"RELEASE {savepoint}")
+            finally:
+                for undo in reversed(level._undo):
+                    with contextlib.suppress(Exception):
+                        undo()
+            raise
+        self._levels.pop()
+        if outermost:
+            try:
+                self.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                for undo in reversed(level._undo):
+                    with contextlib.suppress(Exception):
+                        undo()
+                raise
+        else:
+            self.execute(f"RELEASE {savepoint}")
+            self._levels[-1]._undo.extend(level._undo)
+
+    # -- maintenance --------------------------------------------------------
+
+    def data_version(self) -> int:
+        """SQLite's ``data_version``: changes when another connection commits."""
+        return int(self.scalar("PRAGMA data_version"))
+
+    def checkpoint(self) -> tuple[int, int]:
+        """Passive WAL checkpoint; return (frames in WAL, frames checkpointed)."""
+        try:
+            log, done = self.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+        except apsw.BusyError as exc:
+            raise StoreBusy("checkpoint blocked by another process") from exc
+        return int(log), int(done)
+
+    def schema_version(self) -> int:
+        """The database's ``PRAGMA user_version``."""
+        return int(self.scalar("PRAGMA user_version"))
+
+    def close(self) -> None:
+        """Close the connection (safe to call twice)."""
+        self.conn.close()
+
+
+def files_dir_for(db_path: Path) -> Path:
+    """The payload files directory beside a database: ``<db>-files``."""
+    return db_path.with_name(db_path.name + "-files")
+
+
+def open_store(path: str | os.PathLike[str], config: BrainConfig | None = None) -> Store:
+    """Open (creating if needed) the database at ``path``, set it up, migrate it.
+
+    Applies ``SETUP_STEPS`` in order, then runs pending schema migrations in
+    one transaction. Creates the parent directory and the files directory.
+    """
+    config = config or BrainConfig()
+    db_path = Path(path).expanduser().absolute()
+    try:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        files_dir_for(db_path).mkdir(exist_ok=True)
+        conn = apsw.Connection(str(db_path))
+    except (OSError, apsw.Error) as exc:
+        raise StorageError(f"cannot open database {db_path}: {exc}") from exc
+    try:
+        for _name, step in SETUP_STEPS:
+            step(conn, config)
+        migrate(conn)
+    except apsw.BusyError as exc:
+        conn.close()
+        raise StoreBusy(f"database {db_path} stayed locked during setup") from exc
+    except apsw.Error as exc:
+        conn.close()
+        raise StorageError(f"cannot set up database {db_path}: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return Store(conn, db_path, config)

@@ -1,0 +1,7 @@
+"""``python -m daemon [options]`` is ``brain serve [options]``."""
+
+import sys
+
+from daemon.cli import main
+
+sys.exit(main(["serve", *sys.argv[1:]]))

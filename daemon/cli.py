@@ -1,0 +1,106 @@
+"""The ``brain`` command: ``brain serve`` (the daemon) and ``brain call`` (one request).
+
+``python -m daemon [options]`` is ``brain serve [options]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import orjson
+
+from daemon.config import OPTIONS, DaemonConfig, load_config
+from daemon.logs import configure_logging, log
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``brain`` console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    flags = {o.key: getattr(args, o.key) for o in OPTIONS}
+    try:
+        config = load_config(flags, config_file=args.config)
+    except (ValueError, OSError) as exc:
+        parser.error(str(exc))
+    configure_logging(config.log_level, config.log_format)
+    command: Any = args.func
+    return int(command(config, args))
+
+
+def _serve(config: DaemonConfig, args: argparse.Namespace) -> int:
+    from daemon.runner import run
+    from daemon.stdio import StdinSource, StdoutSink, claim_stdout
+
+    sink = StdoutSink(claim_stdout())
+    try:
+        return anyio.run(run, config, StdinSource(0), sink)
+    except Exception as exc:  # cannot open the database, etc.
+        log.error("daemon failed", error=str(exc))
+        return 1
+    finally:
+        sink.close()
+
+
+def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
+    """Run one request in-process through the same dispatcher the daemon uses."""
+    from brain import Brain
+    from daemon.context import Context
+    from daemon.dispatch import Answer, Dispatcher
+    from protocol.framing import encode_frame
+
+    raw = sys.stdin.buffer.read() if args.params == "-" else (args.params or "{}").encode()
+    try:
+        params = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        print(f"brain call: PARAMS is not JSON: {exc}", file=sys.stderr)
+        return 2
+    line = encode_frame({"id": 1, "method": args.method, "params": params})
+
+    async def once() -> bytes | None:
+        brain = await anyio.to_thread.run_sync(Brain, config.db, config.brain)
+        try:
+            dispatcher = Dispatcher(Context(brain))
+            item = dispatcher.prepare(line)
+            return item.frame if isinstance(item, Answer) else await dispatcher.execute(item)
+        finally:
+            await anyio.to_thread.run_sync(brain.close)
+
+    frame = anyio.run(once)
+    assert frame is not None
+    response = orjson.loads(frame)
+    if "error" in response:
+        sys.stdout.buffer.write(orjson.dumps({"error": response["error"]}) + b"\n")
+        return 1
+    sys.stdout.buffer.write(orjson.dumps(response["result"], option=orjson.OPT_INDENT_2) + b"\n")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brain", description="Memory daemon for AI agents (NDJSON over stdio)."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the daemon on stdin/stdout")
+    serve.set_defaults(func=_serve)
+    call = sub.add_parser("call", help="run one request and print its result")
+    call.add_argument("method", help="method name, e.g. info")
+    call.add_argument("params", nargs="?", help="params as JSON ('-' reads stdin)")
+    call.set_defaults(func=_call)
+    for p in (serve, call):
+        p.add_argument("--config", help="TOML config file (default $BRAIN_CONFIG)")
+        for option in OPTIONS:
+            p.add_argument(
+                f"--{option.key.replace('_', '-')}",
+                dest=option.key,
+                metavar=option.key.upper(),
+                help=f"{option.help} (${option.env})",
+            )
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

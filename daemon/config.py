@@ -1,0 +1,162 @@
+"""Daemon configuration: one typed, frozen object built once at the edge.
+
+Precedence, lowest first: built-in defaults, a TOML file (``--config`` or
+``$BRAIN_CONFIG``), environment variables (``BRAIN_*``), command-line flags.
+Every option has all three spellings, listed in ``OPTIONS`` (the README's
+configuration table is checked against it).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from brain.config import BrainConfig
+
+LogFormat = Literal["console", "json"]
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonConfig:
+    """Everything the daemon process needs to know."""
+
+    db: Path
+    max_line_bytes: int = 16 * 1024 * 1024
+    max_inflight: int = 1024
+    autosave_writes: int = 1000
+    autosave_seconds: float = 30.0
+    shutdown_timeout_s: float = 30.0
+    log_level: str = "info"
+    log_format: LogFormat = "console"
+    brain: BrainConfig = field(default_factory=BrainConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting: its key (TOML and flag name), environment variable and parser."""
+
+    key: str
+    env: str
+    parse: Callable[[str], Any]
+    help: str
+    target: Literal["daemon", "brain"] = "daemon"
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.lower() if choices[0].islower() else text.upper()
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, got {text!r}")
+        return value
+
+    return parse
+
+
+OPTIONS: Final[tuple[Option, ...]] = (
+    Option("db", "BRAIN_DB", lambda s: Path(s).expanduser(), "database file"),
+    Option("max_line_bytes", "BRAIN_MAX_LINE_BYTES", _positive_int, "longest request line"),
+    Option("max_inflight", "BRAIN_MAX_INFLIGHT", _positive_int, "requests in progress at once"),
+    Option(
+        "autosave_writes", "BRAIN_AUTOSAVE_WRITES", _positive_int, "save after this many writes"
+    ),
+    Option(
+        "autosave_seconds", "BRAIN_AUTOSAVE_SECONDS", _positive_float, "save this often if dirty"
+    ),
+    Option(
+        "shutdown_timeout_s",
+        "BRAIN_SHUTDOWN_TIMEOUT_S",
+        _positive_float,
+        "bound on the final flush",
+    ),
+    Option(
+        "log_level", "BRAIN_LOG_LEVEL", _choice("debug", "info", "warning", "error"), "log level"
+    ),
+    Option("log_format", "BRAIN_LOG_FORMAT", _choice("console", "json"), "stderr log format"),
+    Option(
+        "large_payload_tokens",
+        "BRAIN_LARGE_PAYLOAD_TOKENS",
+        _positive_int,
+        "blocks above this go to payload files",
+        "brain",
+    ),
+    Option("busy_timeout_ms", "BRAIN_BUSY_TIMEOUT_MS", _positive_int, "wait for a lock", "brain"),
+    Option(
+        "synchronous",
+        "BRAIN_SYNCHRONOUS",
+        _choice("FULL", "NORMAL", "EXTRA"),
+        "SQLite synchronous",
+        "brain",
+    ),
+)
+OPTION_BY_KEY: Final = {o.key: o for o in OPTIONS}
+
+
+def default_db_path(env: Mapping[str, str]) -> Path:
+    """``$BRAIN_DB``, else ``$XDG_DATA_HOME/brain/brain.db``.
+
+    ``XDG_DATA_HOME`` defaults to ``~/.local/share``.
+    """
+    if env.get("BRAIN_DB"):
+        return Path(env["BRAIN_DB"]).expanduser()
+    data_home = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "brain" / "brain.db"
+
+
+def load_config(
+    flags: Mapping[str, str | None],
+    env: Mapping[str, str] | None = None,
+    config_file: str | None = None,
+) -> DaemonConfig:
+    """Build the config from defaults, a TOML file, the environment and flags.
+
+    ``flags`` maps option keys to the raw strings given on the command line
+    (None when the flag was not given). Raises ``ValueError`` naming the option
+    on a bad value.
+    """
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    path = config_file or env.get("BRAIN_CONFIG")
+    if path:
+        with open(path, "rb") as fh:
+            table = tomllib.load(fh)
+        for key, raw in table.items():
+            option = OPTION_BY_KEY.get(key)
+            if option is None:
+                raise ValueError(f"{path}: unknown option {key!r}")
+            values[key] = _parse(option, str(raw), f"{path}: {key}")
+    for option in OPTIONS:
+        if env.get(option.env):
+            values[option.key] = _parse(option, env[option.env], option.env)
+    for key, raw in flags.items():
+        if raw is not None:
+            values[key] = _parse(OPTION_BY_KEY[key], raw, f"--{key.replace('_', '-')}")
+    brain_values = {
+        o.key: values.pop(o.key) for o in OPTIONS if o.target == "brain" and o.key in values
+    }
+    db = values.pop("db", None) or default_db_path(env)
+    return replace(DaemonConfig(db=db), **values, brain=replace(BrainConfig(), **brain_values))
+
+
+def _parse(option: Option, raw: str, where: str) -> Any:
+    try:
+        return option.parse(raw)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None

@@ -1,0 +1,41 @@
+"""What a handler gets: the engine, a way to run blocking work off the loop,
+and hooks into the server (write accounting, shutdown)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio
+
+from brain import Brain
+
+T = TypeVar("T")
+
+
+class Context:
+    """Shared state of one daemon process, handed to every handler."""
+
+    def __init__(self, brain: Brain, *, db_threads: int = 4) -> None:
+        self.brain = brain
+        # The engine serialises database access itself; the limiter only bounds
+        # how many worker threads may wait on it at once.
+        self.db_limiter = anyio.CapacityLimiter(db_threads)
+        self.writes = 0
+        self._write_listeners: list[Callable[[], None]] = []
+
+    async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking engine work in a worker thread; the event loop stays free."""
+        call = functools.partial(fn, *args, **kwargs)
+        return await anyio.to_thread.run_sync(call, limiter=self.db_limiter)
+
+    def note_write(self) -> None:
+        """Count an acknowledged write (drives auto-save)."""
+        self.writes += 1
+        for listener in self._write_listeners:
+            listener()
+
+    def on_write(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after every acknowledged write."""
+        self._write_listeners.append(listener)

@@ -1,0 +1,129 @@
+"""Dispatch: a line in, a frame out; the single exception-to-wire boundary.
+
+``prepare`` runs synchronously in arrival order: it parses the line, finds the
+method, validates params into their typed object and computes the request's
+*lane* (requests on one lane, e.g. one session, run in arrival order). Errors
+found here are answered at once. ``execute`` runs the handler and turns its
+result or exception into a frame. ``to_wire`` is the only place where engine
+and foreign exceptions become protocol errors.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+import brain.errors as engine
+from brain import Brain
+from daemon.context import Context
+from daemon.handlers import HANDLERS, Handler
+from daemon.logs import log
+from protocol import errors as wire
+from protocol.methods import METHODS
+from protocol.wire import Rejected, Request, error_frame, parse_request, result_frame
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A validated request ready to run."""
+
+    request: Request
+    handler: Handler
+    params: Any
+    lane: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A request answered without running anything (``frame`` None for notifications)."""
+
+    frame: bytes | None
+
+
+class Dispatcher:
+    """Turns request lines into response frames against one ``Brain``."""
+
+    def __init__(self, context: Context, handlers: dict[str, Handler] | None = None) -> None:
+        self.context = context
+        self.handlers = HANDLERS if handlers is None else handlers
+
+    @property
+    def brain(self) -> Brain:
+        """The engine requests run against."""
+        return self.context.brain
+
+    def prepare(self, line: bytes) -> Call | Answer:
+        """Parse and validate one line (cheap, synchronous, in arrival order)."""
+        parsed = parse_request(line)
+        if isinstance(parsed, Rejected):
+            return self._reject(parsed.id, parsed.error, parsed.notification, parsed.jsonrpc)
+        handler = self.handlers.get(parsed.method)
+        spec = METHODS.get(parsed.method)
+        if handler is None or spec is None:
+            err = wire.MethodNotFound(f"unknown method {parsed.method!r}")
+            return self._reject(parsed.id, err, parsed.notification, parsed.jsonrpc)
+        try:
+            params = spec.params.from_obj(parsed.params)
+        except wire.RPCError as exc:
+            return self._reject(parsed.id, exc, parsed.notification, parsed.jsonrpc)
+        return Call(parsed, handler, params, handler.lane(params))
+
+    async def execute(self, call: Call) -> bytes | None:
+        """Run a prepared call; return its response frame (None for a notification)."""
+        request = call.request
+        try:
+            result = await call.handler.run(self.context, call.params)
+        except Exception as exc:  # the boundary: every failure becomes a wire error
+            err = to_wire(exc, request.method)
+            return None if request.notification else error_frame(request.id, err, request.jsonrpc)
+        if call.handler.mutates:
+            self.context.note_write()
+        return None if request.notification else result_frame(request.id, result, request.jsonrpc)
+
+    def reject(self, call: Call, error: wire.RPCError) -> Answer:
+        """Answer a prepared call with an error instead of running it."""
+        request = call.request
+        return self._reject(request.id, error, request.notification, request.jsonrpc)
+
+    @staticmethod
+    def _reject(request_id: Any, error: wire.RPCError, notification: bool, jsonrpc: bool) -> Answer:
+        return Answer(None if notification else error_frame(request_id, error, jsonrpc))
+
+
+_ENGINE_ERRORS: dict[type[engine.BrainError], type[wire.RPCError]] = {
+    engine.NotFound: wire.NotFound,
+    engine.Conflict: wire.Conflict,
+    engine.StoreBusy: wire.Busy,
+    engine.StorageError: wire.StorageFailure,
+}
+
+
+def to_wire(exc: BaseException, method: str = "?") -> wire.RPCError:
+    """Map any exception to the protocol error a client should see.
+
+    Unexpected exceptions are logged with their traceback to stderr and reach
+    the client only as a generic internal error.
+    """
+    if isinstance(exc, wire.RPCError):
+        return exc
+    if isinstance(exc, engine.InvalidInput):
+        return wire.InvalidParams(f"params.{exc.message}", {"field": f"params.{exc.field}"})
+    if isinstance(exc, engine.BrainError):
+        cls = next((w for e, w in _ENGINE_ERRORS.items() if isinstance(exc, e)), wire.InternalError)
+        return cls(exc.message, exc.data or None)
+    if isinstance(exc, apsw.BusyError):
+        return wire.Busy("database stayed locked by another process")
+    if isinstance(exc, apsw.FullError | apsw.IOError | apsw.CantOpenError | apsw.ReadOnlyError):
+        return wire.StorageFailure(f"storage failure: {type(exc).__name__}")
+    if isinstance(exc, OSError):
+        return wire.StorageFailure(f"storage failure: {exc.strerror or type(exc).__name__}")
+    log.error(
+        "internal error",
+        method=method,
+        error=repr(exc),
+        traceback="".join(traceback.format_exception(exc)),
+    )
+    return wire.InternalError()

@@ -1,0 +1,90 @@
+"""Running the daemon: open the engine, serve, auto-save, handle signals, flush.
+
+``run(config, source, sink)`` is the whole life of a daemon process minus the
+stdio plumbing, so tests can drive it over memory streams.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import anyio
+import anyio.abc
+
+from brain import Brain
+from daemon.config import DaemonConfig
+from daemon.context import Context
+from daemon.dispatch import Dispatcher
+from daemon.logs import log
+from daemon.server import ByteSource, FrameSink, Server
+
+
+class AutoSaver:
+    """Saves after ``every_writes`` acknowledged writes, and every ``every_seconds`` if dirty."""
+
+    def __init__(self, context: Context, every_writes: int, every_seconds: float) -> None:
+        self.context = context
+        self.every_writes = every_writes
+        self.every_seconds = every_seconds
+        self.saved_at = 0
+        self.saves = 0
+        self._due = anyio.Event()
+        context.on_write(self._written)
+
+    def _written(self) -> None:
+        if self.context.writes - self.saved_at >= self.every_writes:
+            self._due.set()
+
+    async def run(self) -> None:
+        """Loop forever (until cancelled), saving when due."""
+        while True:
+            with anyio.move_on_after(self.every_seconds):
+                await self._due.wait()
+            self._due = anyio.Event()
+            writes = self.context.writes
+            if writes == self.saved_at:
+                continue
+            try:
+                result = await self.context.db(self.context.brain.save)
+            except Exception as exc:  # a failed auto-save must not end the daemon
+                log.warning("auto-save failed", error=repr(exc))
+                continue
+            self.saved_at = writes
+            self.saves += 1
+            log.debug("auto-saved", writes=writes, wal_frames=result.wal_frames)
+
+
+async def run(config: DaemonConfig, source: ByteSource, sink: FrameSink) -> int:
+    """Serve one database until EOF, ``shutdown`` or SIGTERM/SIGINT; return the exit code."""
+    brain = await anyio.to_thread.run_sync(Brain, config.db, config.brain)
+    log.info("serving", db=str(brain.path), pid=os.getpid())
+    context = Context(brain)
+    server = Server(
+        Dispatcher(context),
+        sink,
+        max_line=config.max_line_bytes,
+        max_inflight=config.max_inflight,
+        shutdown_timeout_s=config.shutdown_timeout_s,
+    )
+    saver = AutoSaver(context, config.autosave_writes, config.autosave_seconds)
+    try:
+        async with anyio.create_task_group() as tg:
+            if threading.current_thread() is threading.main_thread():
+                tg.start_soon(_watch_signals, server)
+            tg.start_soon(saver.run)
+            await server.serve(source)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(config.shutdown_timeout_s):
+            await anyio.to_thread.run_sync(brain.close)
+    log.info("closed", db=str(brain.path), writes=context.writes)
+    return 0
+
+
+async def _watch_signals(server: Server) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("signal", signal=signal.Signals(signum).name)
+            server.stop(signal.Signals(signum).name)

@@ -1,0 +1,187 @@
+"""The NDJSON request loop: ``Server(dispatcher, sink).serve(source)``.
+
+Three injectable pieces (STYLE 10): a byte source (stdin in production, a
+memory stream in tests), line framing (``protocol.framing``) and a dispatcher.
+
+* Every line is answered, in arrival order of *validation*: parse and param
+  errors are answered at once; valid requests run as tasks.
+* Requests on one lane (one session) run one after another in arrival order;
+  requests on different lanes, or on none (``ping``), run concurrently, so
+  answers may come out of order (match them by id).
+* At most ``max_inflight`` requests run at once; beyond that the loop stops
+  reading, which pushes back on the client through the pipe.
+* Stopping (EOF, ``shutdown``, a signal): stop reading, answer lines already
+  read with "shutting down", let in-flight requests finish (bounded by
+  ``shutdown_timeout_s``), and return.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import anyio
+import anyio.abc
+
+from daemon.dispatch import Answer, Call, Dispatcher
+from daemon.logs import log
+from protocol import errors as wire
+from protocol.framing import OVERSIZED, Line, LineSplitter
+from protocol.wire import error_frame
+
+
+class ByteSource(Protocol):
+    """Where request bytes come from."""
+
+    async def receive(self) -> bytes:
+        """The next chunk of bytes; ``b""`` at end of input."""
+        ...
+
+
+class FrameSink(Protocol):
+    """Where response frames go."""
+
+    async def send(self, frame: bytes) -> None:
+        """Deliver one complete frame (a JSON line)."""
+        ...
+
+
+class Server:
+    """Reads request lines from a source and answers them on a sink."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        sink: FrameSink,
+        *,
+        max_line: int,
+        max_inflight: int = 1024,
+        shutdown_timeout_s: float = 30.0,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.sink = sink
+        self.max_line = max_line
+        self.shutdown_timeout_s = shutdown_timeout_s
+        self._slots = anyio.Semaphore(max_inflight)
+        self._lanes: dict[str, anyio.Event] = {}
+        self._inflight = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._stopping = False
+        self._recv_scope: anyio.CancelScope | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.stop_reason: str | None = None
+
+    @property
+    def stopping(self) -> bool:
+        """True once the server has stopped taking new requests."""
+        return self._stopping
+
+    async def serve(self, source: ByteSource) -> None:
+        """Answer requests until EOF, ``shutdown`` or ``stop()``; return when drained."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await self._read(source)
+            if self.stop_reason is None:
+                self.stop_reason = "eof"
+            self._stopping = True
+            with anyio.move_on_after(self.shutdown_timeout_s) as bounded:
+                await self._wait_idle()
+            if bounded.cancelled_caught:
+                log.warning("shutdown timeout: cancelling in-flight requests", count=self._inflight)
+                tg.cancel_scope.cancel()
+        log.info("stopped", reason=self.stop_reason)
+
+    def stop(self, reason: str) -> None:
+        """Stop reading (safe to call from a signal-watching task, and twice)."""
+        if not self._stopping:
+            self._stopping = True
+            self.stop_reason = reason
+        if self._recv_scope is not None:
+            self._recv_scope.cancel()
+
+    # -- reading --------------------------------------------------------------
+
+    async def _read(self, source: ByteSource) -> None:
+        splitter = LineSplitter(self.max_line)
+        while not self._stopping:
+            chunk = b""
+            with anyio.CancelScope() as scope:
+                self._recv_scope = scope
+                chunk = await source.receive()
+            self._recv_scope = None
+            if scope.cancelled_caught:
+                return
+            lines = splitter.feed(chunk) if chunk else splitter.finish()
+            for line in lines:
+                await self._accept(line)
+            if not chunk:
+                return
+
+    async def _accept(self, line: Line) -> None:
+        if line is OVERSIZED:
+            error = wire.ParseError(
+                f"line longer than {self.max_line} bytes", {"limit": self.max_line}
+            )
+            await self.sink.send(error_frame(None, error))
+            return
+        assert isinstance(line, bytes)
+        item = self.dispatcher.prepare(line)
+        if isinstance(item, Answer):
+            if item.frame is not None:
+                await self.sink.send(item.frame)
+            return
+        if self._stopping:
+            answer = self.dispatcher.reject(item, wire.ShuttingDown())
+            if answer.frame is not None:
+                await self.sink.send(answer.frame)
+            return
+        if item.request.method == "shutdown":
+            self.stop("shutdown")
+            assert self._tg is not None
+            self._tg.start_soon(self._finish_shutdown, item)
+            return
+        await self._slots.acquire()
+        lane = item.lane
+        previous = self._lanes.get(lane) if lane is not None else None
+        mine = anyio.Event()
+        if lane is not None:
+            self._lanes[lane] = mine
+        self._inflight += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        assert self._tg is not None
+        self._tg.start_soon(self._run, item, previous, mine)
+
+    # -- running --------------------------------------------------------------
+
+    async def _run(self, call: Call, previous: anyio.Event | None, mine: anyio.Event) -> None:
+        try:
+            if previous is not None:
+                await previous.wait()
+            frame = await self.dispatcher.execute(call)
+            if frame is not None:
+                await self.sink.send(frame)
+        finally:
+            mine.set()
+            if call.lane is not None and self._lanes.get(call.lane) is mine:
+                del self._lanes[call.lane]
+            self._slots.release()
+            self._done()
+
+    async def _finish_shutdown(self, call: Call) -> None:
+        """Answer ``shutdown`` after every other in-flight request has finished."""
+        await self._wait_idle()
+        frame = await self.dispatcher.execute(call)
+        if frame is not None:
+            await self.sink.send(frame)
+
+    def _done(self) -> None:
+        self._inflight -= 1
+        if self._inflight == 0:
+            self._idle.set()
+
+    async def _wait_idle(self) -> None:
+        while self._inflight > 0:
+            if self._idle.is_set():
+                self._idle = anyio.Event()
+            await self._idle.wait()

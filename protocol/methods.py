@@ -1,0 +1,149 @@
+"""Method params: frozen dataclasses parsed once at the edge.
+
+Each params type has ``from_obj(params) -> instance`` that validates
+everything and raises ``InvalidParams`` naming the offending field, so a
+handler never sees bad input. ``METHODS`` lists every method with its params
+type and a one-line description; the daemon must implement exactly these, and
+the README's protocol reference is checked against this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, Self
+
+from protocol.errors import InvalidParams
+from protocol.fields import Fields
+
+ROLES: Final = ("user", "assistant", "system", "tool")
+MAX_BATCH: Final = 10_000
+MAX_ID_LEN: Final = 512
+MAX_BLOCKS: Final = 10_000
+
+
+class Params(Protocol):
+    """What every params type provides."""
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NoParams:
+    """Params of a method that takes none (``{}`` or absent)."""
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        Fields(obj).done()
+        return cls()
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One conversation message (DESIGN §4), content as a string or a list of blocks.
+
+    Besides the pinned fields, OpenAI's message-level ``tool_calls`` (assistant)
+    and ``tool_call_id`` (tool) are accepted. Unknown members are rejected, but
+    null-valued ones are ignored (SDKs emit ``"refusal": null``).
+    """
+
+    role: str
+    content: str | list[dict[str, Any]]
+    id: str | None = None
+    name: str | None = None
+    created_at: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+    @classmethod
+    def from_obj(cls, obj: Any, where: str) -> Self:
+        """Validate one message object found at ``where``."""
+        f = Fields(obj, where)
+        role = f.required_str("role")
+        if role not in ROLES:
+            raise InvalidParams(f"{f.path('role')}: must be one of {', '.join(ROLES)}")
+        content = f.raw("content")
+        if content is None:
+            raise InvalidParams(f"{f.path('content')}: required")
+        if isinstance(content, list):
+            if len(content) > MAX_BLOCKS:
+                raise InvalidParams(f"{f.path('content')}: at most {MAX_BLOCKS} blocks")
+            for i, block in enumerate(content):
+                _check_block(block, f"{f.path('content')}[{i}]")
+        elif not isinstance(content, str):
+            raise InvalidParams(f"{f.path('content')}: must be a string or an array of blocks")
+        tool_calls = f.optional_list("tool_calls", max_items=MAX_BLOCKS)
+        for i, call in enumerate(tool_calls or ()):
+            if not isinstance(call, dict):
+                raise InvalidParams(f"{f.path('tool_calls')}[{i}]: must be an object")
+        message = cls(
+            role=role,
+            content=content,
+            id=f.optional_str("id", max_len=MAX_ID_LEN),
+            name=f.optional_str("name"),
+            created_at=f.optional_str("created_at", max_len=64),
+            tool_calls=tool_calls,
+            tool_call_id=f.optional_str("tool_call_id", max_len=MAX_ID_LEN),
+        )
+        f.done(ignore_null=True)
+        return message
+
+
+@dataclass(frozen=True, slots=True)
+class IngestParams:
+    """``ingest``: ``{"session", "messages": [Message]}`` or ``{"session", "message"}``.
+
+    ``session_key`` optionally files the session under a key (a family of
+    sessions, e.g. one agent's). ``single`` records which form was used.
+    """
+
+    session: str
+    messages: tuple[Message, ...]
+    session_key: str | None = None
+    single: bool = False
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        session = f.required_str("session")
+        session_key = f.optional_str("session_key")
+        batch = f.optional_list("messages", max_items=MAX_BATCH)
+        one = f.raw("message")
+        if (batch is None) == (one is None):
+            raise InvalidParams("params.messages: give exactly one of messages or message")
+        if batch is not None:
+            if not batch:
+                raise InvalidParams("params.messages: must not be empty")
+            messages = tuple(
+                Message.from_obj(m, f"params.messages[{i}]") for i, m in enumerate(batch)
+            )
+        else:
+            messages = (Message.from_obj(one, "params.message"),)
+        f.done()
+        return cls(session, messages, session_key, single=batch is None)
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    """A method's params type and a one-line description for the reference."""
+
+    params: type[Params]
+    summary: str
+
+
+METHODS: Final[dict[str, MethodSpec]] = {
+    "ping": MethodSpec(NoParams, "liveness check, answered on the event loop"),
+    "info": MethodSpec(NoParams, "version, schema version and counts"),
+    "ingest": MethodSpec(IngestParams, "append messages to a session, idempotently"),
+    "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
+    "reload": MethodSpec(NoParams, "reopen the database and rebuild hot state"),
+    "shutdown": MethodSpec(NoParams, "finish in-flight requests, flush, exit 0"),
+}
+
+
+def _check_block(block: Any, where: str) -> None:
+    if not isinstance(block, dict):
+        raise InvalidParams(f"{where}: must be an object")
+    kind = block.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise InvalidParams(f"{where}.type: must be a non-empty string")
