@@ -66,11 +66,16 @@ class Payload:
 
 @dataclass(slots=True)
 class Part:
-    """One stored part; ``block`` is the original block (payloads replaced by markers)."""
+    """One stored part; ``block`` is the original block (payloads replaced by markers).
+
+    For origin 'message' ``block`` is None, or the original string content when
+    the flattened text differs from it (a message with both string content and
+    ``tool_calls``, whose flattened text also holds the calls).
+    """
 
     kind: PartKind
     origin: Origin
-    block: dict[str, Any] | None
+    block: dict[str, Any] | str | None
     tool_call_id: str | None = None
     tool_name: str | None = None
     payload: Payload | None = None
@@ -119,8 +124,11 @@ def normalize(
             payload = _payload(text.encode("utf-8"), "utf8", result_kind)
             parts.append(Part(result_kind, "message", None, msg.tool_call_id, None, payload))
             text = _reference(payload, None, text)
-        elif msg.tool_call_id is not None:
-            parts.append(Part("tool_result", "message", None, msg.tool_call_id))
+        elif msg.tool_call_id is not None or msg.tool_calls:
+            # Tool calls add their text to the flattened content below, so the
+            # original string must be kept for ``restore`` to give it back.
+            original = text if msg.tool_calls else None
+            parts.append(Part(result_kind, "message", original, msg.tool_call_id))
         texts.append(text)
     else:
         shape = "blocks"
@@ -168,8 +176,12 @@ def normalize_time(value: str | None, where: str, now: datetime | None = None) -
             raise InvalidInput(where, "must be an ISO-8601 timestamp") from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    try:
+        moment = moment.astimezone(UTC)
+    except OverflowError:  # an offset pushing year 1 or 9999 out of range
+        raise InvalidInput(where, "is out of the representable range") from None
+    # isoformat, not strftime: strftime("%Y") drops the zero padding of years < 1000.
+    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def restore(
@@ -177,28 +189,30 @@ def restore(
     name: str | None,
     content: str,
     content_shape: str,
-    parts: list[tuple[str, str, str | None, str | None]],
+    parts: list[tuple[str, str, str | None, str | None, str | None]],
     read_file: Callable[[str], bytes],
 ) -> dict[str, Any]:
     """Rebuild the message a client sent from stored rows.
 
-    ``parts`` are (kind, origin, tool_call_id, block JSON) in ordinal order, with
-    ``block`` None for origin 'message'; ``read_file`` returns a payload file's
-    bytes. The result has ``role``, ``content`` and, when present, ``name``,
-    ``tool_calls`` and ``tool_call_id``.
+    ``parts`` are (kind, origin, tool_call_id, block JSON, file id) in ordinal
+    order, with ``block`` usually None for origin 'message'; ``read_file``
+    returns a payload file's bytes. Only the marker naming the part's own file
+    id is replaced: a marker-shaped object sent by a client stays as sent and
+    can never read another message's payload. The result has ``role``,
+    ``content`` and, when present, ``name``, ``tool_calls`` and ``tool_call_id``.
     """
     out: dict[str, Any] = {"role": role}
     blocks: list[Any] = []
     calls: list[Any] = []
     restored: Any = content
-    for _kind, origin, tool_call_id, block_json in parts:
+    for _kind, origin, tool_call_id, block_json, file_id in parts:
         if origin == "message":
             if tool_call_id is not None:
                 out["tool_call_id"] = tool_call_id
-            if block_json is not None:  # a large string content lives in a file
-                restored = _restore_markers(orjson.loads(block_json), read_file)
+            if block_json is not None:  # the original string, or a marker for its file
+                restored = _restore_markers(orjson.loads(block_json), file_id, read_file)
             continue
-        value = _restore_markers(orjson.loads(block_json or "null"), read_file)
+        value = _restore_markers(orjson.loads(block_json or "null"), file_id, read_file)
         (calls if origin == "tool_calls" else blocks).append(value)
     out["content"] = blocks if content_shape == "blocks" else restored
     if name is not None:
@@ -212,7 +226,7 @@ def message_part_block(part: Part) -> str | None:
     """The JSON stored in ``message_parts.block`` for a part."""
     if part.origin == "message":
         if part.payload is None:
-            return None
+            return None if part.block is None else orjson.dumps(part.block).decode()
         # The whole string content is in a file: store just the marker.
         return orjson.dumps(_marker(part.payload)).decode()
     return orjson.dumps(part.block).decode()
@@ -267,7 +281,9 @@ def _classify(
         case "image" | "image_url" | "input_image":
             return "image", "[image]", None, None
         case "document" | "file" | "input_file" | "input_audio":
-            title = block.get("title") or (block.get("file") or {}).get("filename")
+            file_obj = block.get("file")
+            filename = file_obj.get("filename") if isinstance(file_obj, dict) else None
+            title = block.get("title") or filename
             return "file", f"[file: {title}]" if isinstance(title, str) else "[file]", None, None
         case _:
             return "other", "", None, None
@@ -388,13 +404,14 @@ def _reference(payload: Payload, tool: str | None, text: str) -> str:
     ).rstrip()
 
 
-def _restore_markers(value: Any, read_file: Callable[[str], bytes]) -> Any:
+def _restore_markers(value: Any, file_id: str | None, read_file: Callable[[str], bytes]) -> Any:
+    if file_id is None:
+        return value
     if isinstance(value, dict):
-        file_id = value.get(FILE_MARKER)
-        if isinstance(file_id, str) and len(value) == 2 and "encoding" in value:
+        if value.get(FILE_MARKER) == file_id and len(value) == 2 and "encoding" in value:
             data = read_file(file_id)
             return data.decode("utf-8") if value["encoding"] == "utf8" else orjson.loads(data)
-        return {k: _restore_markers(v, read_file) for k, v in value.items()}
+        return {k: _restore_markers(v, file_id, read_file) for k, v in value.items()}
     if isinstance(value, list):
-        return [_restore_markers(v, read_file) for v in value]
+        return [_restore_markers(v, file_id, read_file) for v in value]
     return value

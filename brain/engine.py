@@ -131,9 +131,9 @@ class Brain:
             if row is None:
                 raise NotFound(f"no message {message_id!r} in session {session!r}")
             parts = [
-                (str(p[0]), str(p[1]), p[2], p[3])
+                (str(p[0]), str(p[1]), p[2], p[3], p[4])
                 for p in store.execute(
-                    "SELECT kind, origin, tool_call_id, block FROM message_parts "
+                    "SELECT kind, origin, tool_call_id, block, file_id FROM message_parts "
                     "WHERE message_id = ? ORDER BY ordinal",
                     (row[0],),
                 )

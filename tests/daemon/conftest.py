@@ -1,0 +1,126 @@
+"""An in-process daemon over anyio memory streams (STYLE 10: injectable pieces)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import orjson
+import pytest
+
+from brain import Brain, BrainConfig
+from daemon.context import Context
+from daemon.dispatch import Dispatcher
+from daemon.handlers import Handler
+from daemon.server import Server
+from protocol.framing import encode_frame
+
+DEADLINE = 10.0
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class MemorySource:
+    """A ``ByteSource`` fed by the test."""
+
+    def __init__(self) -> None:
+        self.send, self._recv = anyio.create_memory_object_stream[bytes](1000)
+
+    async def receive(self) -> bytes:
+        try:
+            return await self._recv.receive()
+        except anyio.EndOfStream:
+            return b""
+
+
+class MemorySink:
+    """A ``FrameSink`` the test reads from."""
+
+    def __init__(self) -> None:
+        self._send, self.recv = anyio.create_memory_object_stream[bytes](1000)
+
+    async def send(self, frame: bytes) -> None:
+        await self._send.send(frame)
+
+
+class Harness:
+    """A running ``Server``: write lines, read decoded frames."""
+
+    def __init__(self, server: Server, source: MemorySource, sink: MemorySink) -> None:
+        self.server = server
+        self.source = source
+        self.sink = sink
+        self.finished = anyio.Event()
+        self.leftover = 0
+
+    async def write(self, *items: Any) -> None:
+        """Send objects (encoded as frames) or raw bytes, all in one chunk."""
+        chunk = b"".join(i if isinstance(i, bytes) else encode_frame(i) for i in items)
+        await self.source.send.send(chunk)
+
+    async def read(self) -> dict[str, Any]:
+        with anyio.fail_after(DEADLINE):
+            frame = await self.sink.recv.receive()
+        assert frame.endswith(b"\n")
+        assert frame.count(b"\n") == 1
+        decoded: dict[str, Any] = orjson.loads(frame)
+        return decoded
+
+    async def read_n(self, n: int) -> list[dict[str, Any]]:
+        return [await self.read() for _ in range(n)]
+
+    async def eof(self) -> None:
+        await self.source.send.aclose()
+
+    async def wait_finished(self) -> None:
+        """Wait for the server to return, then close every stream (frames left: ``leftover``)."""
+        with anyio.fail_after(DEADLINE):
+            await self.finished.wait()
+        self.leftover = self.sink.recv.statistics().current_buffer_used
+        for stream in (self.source.send, self.source._recv, self.sink._send, self.sink.recv):
+            await stream.aclose()
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Brain:
+    brain = Brain(tmp_path / "brain.db", BrainConfig(large_payload_tokens=1_000))
+    yield brain  # type: ignore[misc]
+    brain.close()
+
+
+async def start(
+    tg: anyio.abc.TaskGroup,
+    engine: Brain,
+    *,
+    handlers: dict[str, Handler] | None = None,
+    max_line: int = 1 << 20,
+    max_inflight: int = 64,
+) -> Harness:
+    """Start a server in ``tg`` and return its harness."""
+    source, sink = MemorySource(), MemorySink()
+    server = Server(
+        Dispatcher(Context(engine), handlers), sink, max_line=max_line, max_inflight=max_inflight
+    )
+    harness = Harness(server, source, sink)
+
+    async def serve() -> None:
+        await server.serve(source)
+        harness.finished.set()
+
+    tg.start_soon(serve)
+    return harness
+
+
+@pytest.fixture
+async def running(engine: Brain) -> AsyncIterator[Harness]:
+    async with anyio.create_task_group() as tg:
+        harness = await start(tg, engine)
+        yield harness
+        await harness.eof()
+        await harness.wait_finished()

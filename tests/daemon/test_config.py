@@ -1,0 +1,52 @@
+"""Configuration: defaults < TOML < environment < flags, errors name the option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from daemon.config import OPTIONS, default_db_path, load_config
+
+
+def _no_flags() -> dict[str, str | None]:
+    return {o.key: None for o in OPTIONS}
+
+
+def test_default_db_path_prefers_brain_db_then_xdg(tmp_path: Path) -> None:
+    assert default_db_path({"BRAIN_DB": str(tmp_path / "x.db")}) == tmp_path / "x.db"
+    assert default_db_path({"XDG_DATA_HOME": str(tmp_path)}) == tmp_path / "brain" / "brain.db"
+    assert default_db_path({}).parts[-3:] == ("share", "brain", "brain.db")
+
+
+def test_flags_beat_environment_beat_file(tmp_path: Path) -> None:
+    toml = tmp_path / "brain.toml"
+    toml.write_text('autosave_writes = 7\nlog_level = "debug"\nlarge_payload_tokens = 50\n')
+    env = {"BRAIN_LOG_LEVEL": "warning", "BRAIN_DB": str(tmp_path / "env.db")}
+    flags = _no_flags() | {"db": str(tmp_path / "flag.db")}
+    config = load_config(flags, env, str(toml))
+    assert config.autosave_writes == 7
+    assert config.log_level == "warning"
+    assert config.db == tmp_path / "flag.db"
+    assert config.brain.large_payload_tokens == 50
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "where"),
+    [
+        ("max_line_bytes", "0", "--max-line-bytes"),
+        ("log_format", "xml", "--log-format"),
+        ("synchronous", "off", "--synchronous"),
+        ("autosave_seconds", "-1", "--autosave-seconds"),
+    ],
+)
+def test_a_bad_value_names_the_option(key: str, raw: str, where: str) -> None:
+    with pytest.raises(ValueError, match=where):
+        load_config(_no_flags() | {key: raw}, {})
+
+
+def test_an_unknown_key_in_the_file_is_refused(tmp_path: Path) -> None:
+    toml = tmp_path / "brain.toml"
+    toml.write_text("autosave_writs = 7\n")
+    with pytest.raises(ValueError, match="autosave_writs"):
+        load_config(_no_flags(), {}, str(toml))
