@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -129,7 +130,7 @@ def main() -> int:
         ("finish in-flight work, flush, exit 0", {"method": "shutdown"}),
     ]
 
-    with Client.spawn(db, stderr=open(os.devnull, "wb")) as client:  # noqa: SIM115
+    with Client.spawn(db, stderr=subprocess.DEVNULL) as client:
         for label, request in turns:
             response = client.request(request["method"], request.get("params"))
             show(label, request, response)

@@ -84,7 +84,7 @@ def test_null_valued_unknown_message_fields_from_sdks_are_ignored() -> None:
 
 def test_methods_without_params_reject_any_param() -> None:
     assert NoParams.from_obj({}) == NoParams()
-    with pytest.raises(InvalidParams, match="params.verbose"):
+    with pytest.raises(InvalidParams, match=r"params\.verbose"):
         NoParams.from_obj({"verbose": True})
 
 
