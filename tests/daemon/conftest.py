@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,33 @@ from protocol.framing import encode_frame
 DEADLINE = 10.0
 
 
+# A callback that holds the event loop this long fails the test (STYLE 6): the
+# daemon must do blocking work in threads. Generous, so a busy CI box is not flaky.
+BLOCKING_THRESHOLD_S = 0.25
+
+
+def _loop_factory() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    loop.slow_callback_duration = BLOCKING_THRESHOLD_S
+    return loop
+
+
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+def anyio_backend() -> tuple[str, dict[str, Any]]:
+    return "asyncio", {"debug": True, "loop_factory": _loop_factory}
+
+
+@pytest.fixture(autouse=True)
+def _fail_if_the_event_loop_blocks(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    caplog.set_level(logging.WARNING, logger="asyncio")
+    yield
+    records = [*caplog.get_records("setup"), *caplog.get_records("call"), *caplog.records]
+    blocked = [
+        r.getMessage()
+        for r in records
+        if r.name == "asyncio" and r.getMessage().startswith("Executing")
+    ]
+    assert not blocked, f"the event loop was blocked: {blocked}"
 
 
 class MemorySource:

@@ -1,0 +1,54 @@
+"""The clients against a real daemon subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+
+from protocol import AsyncClient, Client
+from protocol.errors import InvalidParams, MethodNotFound
+
+
+def test_sync_client_calls_and_raises_typed_errors(tmp_path: Path) -> None:
+    with Client.spawn(tmp_path / "c.db", stderr=subprocess.DEVNULL) as client:
+        assert client.call("ping") == {"pong": True}
+        with pytest.raises(MethodNotFound):
+            client.call("nope")
+        with pytest.raises(InvalidParams, match=r"params\.session"):
+            client.call("ingest", {"message": {"role": "user", "content": "x"}})
+        assert client.close() == 0
+
+
+def test_sync_client_is_safe_to_share_between_threads(tmp_path: Path) -> None:
+    results: dict[int, object] = {}
+    with Client.spawn(tmp_path / "t.db", stderr=subprocess.DEVNULL) as client:
+
+        def work(n: int) -> None:
+            message = {"id": f"m{n}", "role": "user", "content": f"message {n}"}
+            results[n] = client.call("ingest", {"session": f"s{n % 3}", "message": message})
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(24)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert client.call("info")["messages"] == 24
+    assert sorted(results) == list(range(24))
+
+
+def test_async_client_calls_and_the_daemon_exits_cleanly_at_eof(tmp_path: Path) -> None:
+    async def main() -> int | None:
+        async with AsyncClient.spawn(tmp_path / "a.db") as client:
+            assert await client.call("ping") == {"pong": True}
+            message = {"role": "user", "content": "hello"}
+            result = await client.call("ingest", {"session": "s", "message": message})
+            assert result["ingested"] == 1
+            with pytest.raises(MethodNotFound):
+                await client.call("nope")
+        return client.returncode
+
+    assert anyio.run(main) == 0
