@@ -170,10 +170,12 @@ class Brain:
             self._store = open_store(self.path, self.config)
 
     def close(self) -> None:
-        """Checkpoint and close; safe to call twice."""
-        with self._lock, contextlib.suppress(Exception):
-            self._store.checkpoint()
+        """Refresh planner statistics, checkpoint and close; safe to call twice."""
         with self._lock:
+            with contextlib.suppress(Exception):
+                # SQLite's advice: run optimize before closing a long-lived connection.
+                self._store.execute("PRAGMA optimize")
+                self._store.checkpoint()
             self._store.close()
 
     def _sweep_stray_files(self) -> None:

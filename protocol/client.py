@@ -144,6 +144,7 @@ class Client:
                     self._stdin.close()
         code = self.proc.wait(timeout)
         self._reader.join(timeout)
+        self._release_pipes()
         return code
 
     def kill(self) -> None:
@@ -151,6 +152,16 @@ class Client:
         self.proc.kill()
         self.proc.wait()
         self._reader.join(10)
+        self._release_pipes()
+
+    def _release_pipes(self) -> None:
+        # Popen leaves its pipes open; left to the garbage collector they raise
+        # ResourceWarning. stdout is closed only once the reader has finished
+        # with it, never under a blocked read.
+        with self._write_lock, contextlib.suppress(BrokenPipeError):
+            self._stdin.close()
+        if not self._reader.is_alive():
+            self._stdout.close()
 
     def __enter__(self) -> Self:
         return self
