@@ -8,7 +8,6 @@ apsw connection must not be used by two threads at once.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 from collections.abc import Sequence
@@ -20,11 +19,9 @@ from brain.config import BrainConfig
 from brain.content import MessageIn, restore
 from brain.errors import NotFound
 from brain.files import read_file, stray_files
-from brain.ingest import IngestResult, ingest
+from brain.ingest import GENERATED_ID, IngestResult, ingest
 from brain.store import Store, open_store
 from brain.version import __version__
-
-_GENERATED_ID = re.compile(r"msg_([0-9]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +117,7 @@ class Brain:
                 "WHERE c.session_id = ? AND m.client_id = ?",
                 (session, message_id),
             )
-            generated = _GENERATED_ID.fullmatch(message_id)
+            generated = GENERATED_ID.fullmatch(message_id)
             if row is None and generated:
                 row = store.one(
                     "SELECT m.id, m.role, m.name, m.content, m.content_shape FROM messages m "

@@ -47,7 +47,7 @@ class NotFound(BrainError):
 
 
 class Conflict(BrainError):
-    """The write contradicts stored state (for example a reused client id with new content)."""
+    """The write contradicts stored state (a session already filed under another key)."""
 
     default_message = "conflict"
 

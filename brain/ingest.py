@@ -11,6 +11,7 @@ without ids; a genuinely repeated "ok" with a different timestamp or id is kept.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +23,8 @@ from brain.files import remove_file, write_file
 from brain.store import Store, Transaction
 
 MAX_SESSION_LEN: Final = 512
+GENERATED_ID: Final = re.compile(r"msg_([0-9]+)")
+"""The form of ids the store gives messages that came without one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +70,14 @@ def ingest(
     _check_session(session, session_key)
     moment = now or datetime.now(UTC)
     threshold = store.config.large_payload_tokens
-    normalized = [
-        normalize(m, where=f"{field}[{i}]" if batch else field, large_tokens=threshold, now=moment)
-        for i, m in enumerate(messages)
-    ]
+    normalized = []
+    for i, m in enumerate(messages):
+        where = f"{field}[{i}]" if batch else field
+        if m.client_id is not None and GENERATED_ID.fullmatch(m.client_id):
+            # msg_<n> names the n-th stored message; a client id of that form
+            # could make two messages answer to one id.
+            raise InvalidInput(f"{where}.id", "ids of the form msg_<digits> are reserved")
+        normalized.append(normalize(m, where=where, large_tokens=threshold, now=moment))
     stamp = normalize_time(None, "now", moment)
     outcomes: list[IngestedMessage] = []
     with store.transaction() as txn:

@@ -156,12 +156,15 @@ class Store:
         except BaseException:
             self._levels.pop()
             try:
-                if outermost:
-                    if self.conn.in_transaction:
+                # SQLite may already have rolled the whole transaction back by
+                # itself (disk full, I/O error): then there is nothing to undo
+                # here, and the original error must surface, not "no such savepoint".
+                if self.conn.in_transaction:
+                    if outermost:
                         self.conn.execute("ROLLBACK")
-                else:
-                    self.conn.execute(f"ROLLBACK TO {savepoint}")
-                    self.conn.execute(f"RELEASE {savepoint}")
+                    else:
+                        self.conn.execute(f"ROLLBACK TO {savepoint}")
+                        self.conn.execute(f"RELEASE {savepoint}")
             finally:
                 for undo in reversed(level._undo):
                     with contextlib.suppress(Exception):

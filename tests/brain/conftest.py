@@ -1,0 +1,20 @@
+"""Fixtures for engine tests: stores on real database files (never :memory:)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brain import BrainConfig, Store, open_store
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Store]:
+    """An open store on a new database file with a small payload threshold."""
+    opened = open_store(db_path, BrainConfig(large_payload_tokens=64))
+    try:
+        yield opened
+    finally:
+        opened.close()

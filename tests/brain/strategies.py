@@ -1,0 +1,148 @@
+"""Hypothesis strategies for messages in the shapes clients send (OpenAI and Anthropic)."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+from hypothesis import strategies as st
+
+from brain import MessageIn
+
+# Values orjson round-trips exactly: 64-bit integers, finite floats, str keys.
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+# Mostly short text, sometimes long enough to cross a small payload threshold.
+texts = st.text(max_size=30) | st.text(min_size=100, max_size=400)
+ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=12)
+names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=10)
+base64_data = st.binary(max_size=600).map(lambda b: base64.b64encode(b).decode())
+
+text_block = st.builds(lambda t: {"type": "text", "text": t}, texts)
+image_block = st.builds(
+    lambda data, media: {
+        "type": "image",
+        "source": {"type": "base64", "media_type": media, "data": data},
+    },
+    base64_data,
+    st.sampled_from(["image/png", "image/jpeg"]),
+)
+openai_image_block = st.builds(
+    lambda data: {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}},
+    base64_data,
+)
+thinking_block = st.builds(
+    lambda t, sig: {"type": "thinking", "thinking": t, "signature": sig},
+    texts,
+    st.text(max_size=20),
+)
+redacted_thinking_block = st.builds(
+    lambda data: {"type": "redacted_thinking", "data": data}, base64_data
+)
+tool_use_block = st.builds(
+    lambda call_id, name, args: {"type": "tool_use", "id": call_id, "name": name, "input": args},
+    ids,
+    names,
+    st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+)
+tool_result_block = st.builds(
+    lambda call_id, body, extra: (
+        {"type": "tool_result", "tool_use_id": call_id, "content": body} | extra
+    ),
+    ids,
+    texts | st.lists(text_block | image_block, max_size=4),
+    st.just({}) | st.builds(lambda e: {"is_error": e}, st.booleans()),
+)
+blocks = st.lists(
+    text_block
+    | image_block
+    | openai_image_block
+    | thinking_block
+    | redacted_thinking_block
+    | tool_use_block
+    | tool_result_block,
+    max_size=5,
+)
+
+openai_tool_call = st.builds(
+    lambda call_id, name, args: {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": args},
+    },
+    ids,
+    names,
+    texts,
+)
+zones = st.sampled_from(
+    [None, UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))]
+)
+timestamps = st.none() | st.builds(
+    lambda moment, zone: moment.replace(tzinfo=zone).isoformat(),
+    st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)),
+    zones,
+)
+
+
+@st.composite
+def messages(draw: st.DrawFn, client_id: str | None = None) -> MessageIn:
+    """One message of any role, in OpenAI or Anthropic shape."""
+    role = draw(st.sampled_from(["user", "assistant", "system", "tool"]))
+    name = draw(st.none() | names)
+    created_at = draw(timestamps)
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    content: str | list[dict[str, Any]]
+    if role == "tool":  # OpenAI tool result: string or text blocks, plus the call id
+        content = draw(texts | st.lists(text_block, max_size=3))
+        tool_call_id = draw(ids)
+    else:
+        content = draw(texts | blocks)
+        if role == "assistant":
+            tool_calls = draw(st.none() | st.lists(openai_tool_call, min_size=1, max_size=3))
+    return MessageIn(
+        role=role,
+        content=content,
+        client_id=client_id,
+        name=name,
+        created_at=created_at,
+        tool_calls=tool_calls,
+        tool_call_id=tool_call_id,
+    )
+
+
+@st.composite
+def conversations(draw: st.DrawFn, with_ids: bool, max_size: int = 6) -> list[MessageIn]:
+    """A list of messages; with ``with_ids`` each has a distinct client id."""
+    size = draw(st.integers(min_value=1, max_value=max_size))
+    out = []
+    for i in range(size):
+        client_id = f"m{i}" if with_ids or draw(st.booleans()) else None
+        out.append(draw(messages(client_id=client_id)))
+    return out
+
+
+def as_sent(msg: MessageIn) -> dict[str, Any]:
+    """What ``Brain.get_message`` should give back for ``msg`` (without its id)."""
+    out: dict[str, Any] = {"role": msg.role, "content": msg.content}
+    if msg.name is not None:
+        out["name"] = msg.name
+    if msg.tool_calls:
+        out["tool_calls"] = msg.tool_calls
+    if msg.tool_call_id is not None:
+        out["tool_call_id"] = msg.tool_call_id
+    return out
