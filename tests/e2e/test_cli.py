@@ -1,0 +1,108 @@
+"""``brain call`` runs one request through the daemon's dispatcher and prints
+JSON; the package layering holds in a fresh interpreter (STYLE 1)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from brain import __version__
+from protocol import errors
+from tests.e2e.conftest import BRAIN, DEADLINE, stored_client_ids
+
+
+def _brain(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [str(BRAIN), *args], input=stdin, capture_output=True, timeout=DEADLINE, check=False
+    )
+
+
+def _json(done: subprocess.CompletedProcess[bytes]) -> Any:
+    return orjson.loads(done.stdout)
+
+
+def test_brain_call_info_prints_the_version_and_counts(db_path: Path) -> None:
+    done = _brain("call", "info", "--db", str(db_path))
+    assert done.returncode == 0, done.stderr.decode()
+    info = _json(done)
+    assert info["version"] == __version__
+    for count in ("conversations", "messages", "summaries", "nodes", "edges"):
+        assert info[count] == 0
+
+
+def test_brain_call_ingest_stores_a_message_that_info_then_counts(db_path: Path) -> None:
+    params = '{"session":"s","message":{"role":"user","content":"hi"}}'
+    done = _brain("call", "ingest", params, "--db", str(db_path))
+    assert done.returncode == 0, done.stderr.decode()
+    result = _json(done)
+    assert (result["session"], result["ingested"], result["duplicates"]) == ("s", 1, 0)
+    assert len(result["ids"]) == 1
+
+    info = _json(_brain("call", "info", "--db", str(db_path)))
+    assert (info["conversations"], info["messages"]) == (1, 1)
+
+
+def test_brain_call_reads_params_from_stdin_when_given_a_dash(db_path: Path) -> None:
+    params = b'{"session":"s","message":{"id":"piped","role":"user","content":"hi"}}'
+    done = _brain("call", "ingest", "-", "--db", str(db_path), stdin=params)
+    assert done.returncode == 0, done.stderr.decode()
+    assert _json(done)["ids"] == ["piped"]
+    assert stored_client_ids(db_path, "s") == ["piped"]
+
+
+def test_brain_call_of_an_unknown_method_exits_nonzero_with_an_error_object(
+    db_path: Path,
+) -> None:
+    done = _brain("call", "nosuch", "--db", str(db_path))
+    assert done.returncode != 0
+    assert _json(done) == {
+        "error": {"code": errors.MethodNotFound.CODE, "message": "unknown method 'nosuch'"}
+    }
+
+
+def test_brain_call_with_bad_params_exits_nonzero_naming_the_field(db_path: Path) -> None:
+    done = _brain(
+        "call", "ingest", '{"session":"s","message":{"role":"robot"}}', "--db", str(db_path)
+    )
+    assert done.returncode != 0
+    error = _json(done)["error"]
+    assert error["code"] == errors.InvalidParams.CODE
+    assert error["message"].startswith("params.message.")
+
+
+def test_brain_call_with_params_that_are_not_json_exits_nonzero_and_prints_nothing(
+    db_path: Path,
+) -> None:
+    done = _brain("call", "ingest", "{not json", "--db", str(db_path))
+    assert done.returncode != 0
+    assert done.stdout == b""
+    assert b"not JSON" in done.stderr
+
+
+def _loaded_after(statement: str) -> set[str]:
+    """Top-level packages a fresh interpreter has loaded after running ``statement``."""
+    report = "import sys; print(' '.join({m.split('.')[0] for m in sys.modules}))"
+    code = f"{statement}\n{report}"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=DEADLINE, check=True
+    )
+    return set(done.stdout.decode().split())
+
+
+def test_importing_brain_loads_neither_anyio_nor_daemon_nor_protocol() -> None:
+    loaded = _loaded_after("import brain")
+    assert "brain" in loaded
+    assert loaded.isdisjoint({"anyio", "daemon", "protocol", "structlog"})
+
+
+def test_importing_every_protocol_module_does_not_load_brain_or_daemon() -> None:
+    loaded = _loaded_after(
+        "import protocol, protocol.client, protocol.errors, protocol.fields, "
+        "protocol.framing, protocol.methods, protocol.wire"
+    )
+    assert "protocol" in loaded
+    assert loaded.isdisjoint({"brain", "daemon"})

@@ -1,0 +1,115 @@
+"""Every way of stopping exits 0 and loses nothing: EOF, the ``shutdown``
+method, SIGTERM and SIGINT (STYLE 12)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from protocol import errors
+from protocol.client import Client
+from tests.e2e.conftest import (
+    DEADLINE,
+    Spawn,
+    ingest_frame,
+    integrity,
+    request_frame,
+    serve_argv,
+    stored_client_ids,
+    user_message,
+)
+
+
+def _closed_cleanly(db: Path) -> bool:
+    """The last connection checkpointed and removed the WAL: nothing left to recover."""
+    return not db.with_name(db.name + "-wal").exists() and integrity(db) == [("ok",)]
+
+
+def test_eof_stops_the_daemon_with_exit_zero_and_keeps_every_write(db_path: Path) -> None:
+    with Client.spawn(db_path) as client:
+        for i in range(20):
+            client.call("ingest", {"session": "s", "message": user_message(i)})
+        assert client.close() == 0
+    assert _closed_cleanly(db_path)
+    assert stored_client_ids(db_path, "s") == [f"m{i:04d}" for i in range(20)]
+
+
+def test_shutdown_is_answered_after_the_in_flight_ingest_and_the_daemon_exits_zero(
+    db_path: Path, spawn: Spawn
+) -> None:
+    daemon = spawn(serve_argv(db_path))
+    batch = [user_message(i) for i in range(20)]
+    daemon.send(ingest_frame("ingest", "s", batch) + request_frame("bye", "shutdown"))
+
+    first, second = daemon.frames(2)
+    assert first["id"] == "ingest"
+    assert first["result"]["ingested"] == 20
+    assert second["id"] == "bye"
+    assert second["result"]["ok"] is True
+    assert daemon.wait() == 0  # exits without waiting for stdin to close
+    assert daemon.rest() == []
+    assert _closed_cleanly(db_path)
+    assert stored_client_ids(db_path, "s") == [m["id"] for m in batch]
+
+
+def test_requests_sent_after_shutdown_in_the_same_write_get_shutting_down(
+    db_path: Path, spawn: Spawn
+) -> None:
+    daemon = spawn(serve_argv(db_path))
+    chunk = (
+        ingest_frame("before", "s", [user_message(0)])
+        + request_frame("bye", "shutdown")
+        + request_frame("late-ping", "ping")
+        + ingest_frame("late-ingest", "t", [user_message(1)])
+        + request_frame("late-shutdown", "shutdown")
+        + b'{"method":"ping"}\n'
+    )
+    assert len(chunk) < 4096  # one atomic pipe write, so the daemon reads it in one piece
+    daemon.send(chunk)
+
+    code = daemon.wait()
+    answers = {a["id"]: a for a in daemon.rest()}
+    assert code == 0
+    assert set(answers) == {"before", "bye", "late-ping", "late-ingest", "late-shutdown"}
+    assert answers["before"]["result"]["ingested"] == 1
+    assert answers["bye"]["result"]["ok"] is True
+    for late in ("late-ping", "late-ingest", "late-shutdown"):
+        assert answers[late]["error"]["code"] == errors.ShuttingDown.CODE
+    assert stored_client_ids(db_path, "s") == ["m0000"]
+    assert stored_client_ids(db_path, "t") == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_idle_exits_zero_and_keeps_every_write(
+    db_path: Path, signum: signal.Signals
+) -> None:
+    with Client.spawn(db_path) as client:
+        client.call("ingest", {"session": "s", "messages": [user_message(i) for i in range(30)]})
+        client.proc.send_signal(signum)
+        # stdin stays open: the signal alone must stop the daemon.
+        assert client.proc.wait(DEADLINE) == 0
+        client.close()
+    assert _closed_cleanly(db_path)
+    assert stored_client_ids(db_path, "s") == [f"m{i:04d}" for i in range(30)]
+
+
+def test_sigterm_during_a_pipelined_stream_answers_every_write_it_commits(
+    db_path: Path, spawn: Spawn
+) -> None:
+    daemon = spawn(serve_argv(db_path))
+    daemon.send(b"".join(ingest_frame(i, f"s{i % 4}", [user_message(i)]) for i in range(200)))
+    answers = daemon.frames(10)
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.wait() == 0
+    answers += daemon.rest()
+
+    stored = {c for s in range(4) for c in stored_client_ids(db_path, f"s{s}")}
+    acknowledged = {f"m{a['id']:04d}" for a in answers if "result" in a}
+    refused = [a for a in answers if "error" in a]
+    assert all(a["error"]["code"] == errors.ShuttingDown.CODE for a in refused)
+    assert len({a["id"] for a in answers}) == len(answers)  # nothing answered twice
+    # Work already started finished and was answered; nothing was committed silently.
+    assert stored == acknowledged
+    assert _closed_cleanly(db_path)
