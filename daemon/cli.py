@@ -20,7 +20,13 @@ from daemon.logs import configure_logging, log
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``brain`` console script."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    # parse_known_args: argparse cannot take the optional PARAMS positional of
+    # `brain call` after flags (`brain call ingest --db X '{...}'`) on its own.
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "call" and args.params is None and len(extra) == 1:
+        args.params = extra[0]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     flags = {o.key: getattr(args, o.key) for o in OPTIONS}
     try:
         config = load_config(flags, config_file=args.config)

@@ -17,7 +17,7 @@ memory stream in tests), line framing (``protocol.framing``) and a dispatcher.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Protocol
 
 import anyio
 import anyio.abc
@@ -27,6 +27,9 @@ from daemon.logs import log
 from protocol import errors as wire
 from protocol.framing import OVERSIZED, Line, LineSplitter
 from protocol.wire import error_frame
+
+_DRAIN_QUIET_S: Final = 0.05
+_DRAIN_MAX_CHUNKS: Final = 256
 
 
 class ByteSource(Protocol):
@@ -70,6 +73,7 @@ class Server:
         self._recv_scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self.stop_reason: str | None = None
+        self._splitter = LineSplitter(max_line)
 
     @property
     def stopping(self) -> bool:
@@ -84,6 +88,7 @@ class Server:
             if self.stop_reason is None:
                 self.stop_reason = "eof"
             self._stopping = True
+            await self._drain(source)
             with anyio.move_on_after(self.shutdown_timeout_s) as bounded:
                 await self._wait_idle()
             if bounded.cancelled_caught:
@@ -102,7 +107,7 @@ class Server:
     # -- reading --------------------------------------------------------------
 
     async def _read(self, source: ByteSource) -> None:
-        splitter = LineSplitter(self.max_line)
+        splitter = self._splitter
         while not self._stopping:
             chunk = b""
             with anyio.CancelScope() as scope:
@@ -113,6 +118,26 @@ class Server:
                 return
             lines = splitter.feed(chunk) if chunk else splitter.finish()
             for line in lines:
+                await self._accept(line)
+            if not chunk:
+                return
+
+    async def _drain(self, source: ByteSource) -> None:
+        """Answer "shutting down" to what the client has already sent, briefly.
+
+        Lines that are in the pipe when the daemon stops get an answer rather
+        than silence; the drain ends at EOF, after a short quiet spell, or
+        after a bounded number of chunks, so a client that keeps writing
+        cannot hold the daemon open.
+        """
+        splitter = self._splitter
+        for _ in range(_DRAIN_MAX_CHUNKS):
+            chunk = None
+            with anyio.move_on_after(_DRAIN_QUIET_S):
+                chunk = await source.receive()
+            if chunk is None:
+                return
+            for line in splitter.feed(chunk) if chunk else splitter.finish():
                 await self._accept(line)
             if not chunk:
                 return

@@ -39,11 +39,18 @@ def claim_stdout() -> int:
 
 
 class StdinSource:
-    """A ``ByteSource`` over a file descriptor, fed by a reader thread."""
+    """A ``ByteSource`` over a file descriptor, read by a thread on demand.
+
+    The thread reads only when the server asks for the next chunk, so the
+    daemon never holds bytes it has not looked at: when it stops, what it has
+    read is answered and the rest stays in the pipe.
+    """
 
     def __init__(self, fd: int = 0) -> None:
         self._fd = fd
-        self._send, self._recv = anyio.create_memory_object_stream[bytes](16)
+        self._send, self._recv = anyio.create_memory_object_stream[bytes](1)
+        self._want = threading.Semaphore(0)
+        self._asked = False
         self._started = False
 
     async def receive(self) -> bytes:
@@ -54,14 +61,20 @@ class StdinSource:
             threading.Thread(
                 target=self._pump, args=(token,), name="brain-stdin", daemon=True
             ).start()
+        if not self._asked:  # a cancelled receive leaves its read outstanding
+            self._asked = True
+            self._want.release()
         try:
-            return await self._recv.receive()
+            chunk = await self._recv.receive()
         except anyio.EndOfStream:
             return _EOF
+        self._asked = False
+        return chunk
 
     def _pump(self, token: anyio.lowlevel.EventLoopToken) -> None:
         try:
             while True:
+                self._want.acquire()
                 try:
                     chunk = os.read(self._fd, _CHUNK)
                 except OSError:

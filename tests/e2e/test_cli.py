@@ -46,6 +46,16 @@ def test_brain_call_ingest_stores_a_message_that_info_then_counts(db_path: Path)
     assert (info["conversations"], info["messages"]) == (1, 1)
 
 
+def test_brain_call_takes_params_after_the_flags_too(db_path: Path) -> None:
+    params = '{"session":"s","message":{"id":"late","role":"user","content":"hi"}}'
+    done = _brain("call", "ingest", "--db", str(db_path), params)
+    assert done.returncode == 0, done.stderr.decode()
+    assert stored_client_ids(db_path, "s") == ["late"]
+    extra = _brain("call", "info", "--db", str(db_path), "{}", "surplus")
+    assert extra.returncode == 2
+    assert b"unrecognized arguments" in extra.stderr
+
+
 def test_brain_call_reads_params_from_stdin_when_given_a_dash(db_path: Path) -> None:
     params = b'{"session":"s","message":{"id":"piped","role":"user","content":"hi"}}'
     done = _brain("call", "ingest", "-", "--db", str(db_path), stdin=params)

@@ -4,6 +4,7 @@ method, SIGTERM and SIGINT (STYLE 12)."""
 from __future__ import annotations
 
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,21 @@ def test_sigterm_during_a_pipelined_stream_answers_every_write_it_commits(
     # Work already started finished and was answered; nothing was committed silently.
     assert stored == acknowledged
     assert _closed_cleanly(db_path)
+
+
+def test_every_line_already_sent_after_shutdown_is_answered_even_past_one_read(
+    db_path: Path, spawn: Spawn
+) -> None:
+    daemon = spawn(serve_argv(db_path))
+    pings = b"".join(request_frame(i, "ping") for i in range(5000))
+    data = request_frame("bye", "shutdown") + pings
+    assert len(data) > 2 * 65536  # several reads and more than a pipe buffer holds
+    writer = threading.Thread(target=daemon.send, args=(data,), daemon=True)
+    writer.start()
+    code = daemon.wait()
+    answers = daemon.rest()
+    writer.join(10)
+    assert code == 0
+    refused = [a for a in answers if a["id"] != "bye"]
+    assert len(refused) == 5000
+    assert {a["error"]["code"] for a in refused} == {errors.ShuttingDown.CODE}
