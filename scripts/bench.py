@@ -1,0 +1,921 @@
+#!/usr/bin/env python3
+"""Throughput and latency benchmarks of the brain engine and daemon (DESIGN §7).
+
+Usage::
+
+    python scripts/bench.py --json [--only NAME[,NAME]] [--runs N] [--size F]
+
+With ``--json`` exactly one JSON object goes to stdout; progress and the
+human-readable table always go to stderr (without ``--json`` the table goes to
+stdout instead). Each benchmark runs ``--runs`` times (default 5) and reports
+the median of every metric at the top of its entry plus all run values under
+``runs``; units are in the key names (``msgs_per_s``, ``p50_ms``, ...).
+``--size`` scales every workload (``--size 0.1`` is a quick smoke run).
+
+Everything happens in a temporary directory with fresh databases; daemons are
+started with ``python -m daemon`` from this interpreter and are always reaped,
+even when a benchmark fails. A failing benchmark is reported as
+``{"error": ...}`` in its entry and makes the exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import math
+import os
+import platform
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any, Final
+
+import apsw
+import orjson
+
+from brain import Brain, MessageIn, __version__
+from protocol.client import Client, daemon_command
+
+SEED: Final = 20240501
+BATCH_SIZE: Final = 500
+INGEST_SESSIONS: Final = 10
+PIPELINE_SESSIONS: Final = 8
+CALL_TIMEOUT_S: Final = 300.0
+
+Metrics = dict[str, float]
+Message = dict[str, Any]
+
+# -- deterministic, English-ish content ------------------------------------------------
+
+_WORD_TEXT: Final = (
+    "the of and to in is that for it as was with be by on not he this are or his from at which "
+    "but have an they you were her she there been one all we their has would when if so no will "
+    "more can about what up said out them into time some could only other new like then than now "
+    "over also after first two may any way these our well should because each just those people "
+    "how too little state good very make world still see own men work long here get both between "
+    "life being under never day same another know while last might us great old year off come "
+    "since against go came right used take three memory agent session message context summary "
+    "token budget query search index graph node edge learn file payload daemon request answer "
+    "database commit checkpoint latency throughput retry error config deploy branch review test "
+    "failure fix patch release user assistant tool function result output input schema table "
+    "column migration version cache buffer stream pipe thread process signal timeout window "
+    "prompt model embedding vector score rank recall precision batch queue worker lock wait "
+    "write read disk network server client customer invoice meeting calendar project deadline "
+    "budget report draft email note task plan idea question problem solution reason example "
+    "detail change update issue ticket"
+)
+_WORDS: Final = tuple(_WORD_TEXT.split())
+_NAMES: Final = ("Alice", "Bob", "Carol", "Dmitri", "Eve", "Farah", "Goran", "Hana", "Ivan")
+_IDENTS: Final = (
+    "parse_request()",
+    "Store.execute",
+    "brain.db",
+    "/var/log/app.log",
+    "PR #4312",
+    "HTTP 503",
+    "v2.14.1",
+    "--max-inflight",
+    "user_id=8841",
+    "SELECT count(*)",
+)
+_ENDINGS: Final = (".", ".", ".", "?", "!", ".")
+
+
+def make_content(rng: random.Random) -> str:
+    """One chat message of 200-800 characters: sentences of common and technical words."""
+    target = rng.randint(200, 800)
+    sentences: list[str] = []
+    length = 0
+    while length < target:
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(6, 18))]
+        roll = rng.random()
+        if roll < 0.25:
+            words.insert(rng.randrange(len(words)), rng.choice(_IDENTS))
+        elif roll < 0.4:
+            words.insert(rng.randrange(len(words)), rng.choice(_NAMES))
+        elif roll < 0.5:
+            words.insert(rng.randrange(len(words)), str(rng.randint(2, 99_999)))
+        sentence = " ".join(words)
+        sentence = sentence[0].upper() + sentence[1:] + rng.choice(_ENDINGS)
+        sentences.append(sentence)
+        length += len(sentence) + 1
+    text = " ".join(sentences)
+    if len(text) > target:
+        cut = text.rfind(" ", 0, target)
+        text = text[: cut if cut >= 200 else target].rstrip(" ,") + "."
+    return text
+
+
+def make_messages(count: int, sessions: int, seed: int) -> list[tuple[str, Message]]:
+    """``count`` wire messages as (session, message), spread round-robin over sessions."""
+    rng = random.Random(seed)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    out: list[tuple[str, Message]] = []
+    for n in range(count):
+        session = f"bench-{n % sessions}"
+        turn = n // sessions
+        message: Message = {
+            "role": "user" if turn % 2 == 0 else "assistant",
+            "content": make_content(rng),
+            "id": f"{session}-m{turn}",
+            "created_at": (start + timedelta(seconds=n)).isoformat().replace("+00:00", "Z"),
+        }
+        out.append((session, message))
+    return out
+
+
+def batches(messages: Sequence[tuple[str, Message]], size: int) -> list[tuple[str, list[Message]]]:
+    """Group messages into per-session batches of at most ``size``, in a round-robin order."""
+    per_session: dict[str, list[Message]] = {}
+    for session, message in messages:
+        per_session.setdefault(session, []).append(message)
+    chunked = {
+        s: [ms[i : i + size] for i in range(0, len(ms), size)] for s, ms in per_session.items()
+    }
+    out: list[tuple[str, list[Message]]] = []
+    rounds = max((len(c) for c in chunked.values()), default=0)
+    for r in range(rounds):
+        for session, chunks in chunked.items():
+            if r < len(chunks):
+                out.append((session, chunks[r]))
+    return out
+
+
+def message_in(m: Message) -> MessageIn:
+    """The engine's input type for a wire message."""
+    return MessageIn(
+        role=m["role"], content=m["content"], client_id=m["id"], created_at=m["created_at"]
+    )
+
+
+# -- statistics -------------------------------------------------------------------------
+
+
+def percentile(sorted_values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile of an ascending sequence."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(pct / 100 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def latency_metrics(ns: list[int], prefix: str = "") -> Metrics:
+    """p50/p95/p99/mean in milliseconds of nanosecond samples."""
+    ms = sorted(v / 1e6 for v in ns)
+    return {
+        f"{prefix}p50_ms": percentile(ms, 50),
+        f"{prefix}p95_ms": percentile(ms, 95),
+        f"{prefix}p99_ms": percentile(ms, 99),
+        f"{prefix}mean_ms": statistics.fmean(ms) if ms else math.nan,
+    }
+
+
+def dir_bytes(path: Path) -> int:
+    """Total size of the regular files under ``path`` (0 when absent)."""
+    if not path.exists():
+        return 0
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def file_bytes(path: Path) -> int:
+    """Size of a file, 0 when absent."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+# -- child processes --------------------------------------------------------------------
+
+_CHILDREN: list[subprocess.Popen[bytes]] = []
+_CHILDREN_LOCK = threading.Lock()
+
+
+def _track(proc: subprocess.Popen[bytes]) -> None:
+    with _CHILDREN_LOCK:
+        _CHILDREN.append(proc)
+
+
+def _untrack(proc: subprocess.Popen[bytes]) -> None:
+    with _CHILDREN_LOCK, contextlib.suppress(ValueError):
+        _CHILDREN.remove(proc)
+
+
+def reap_children() -> None:
+    """Kill and reap every daemon this script started that is still running."""
+    with _CHILDREN_LOCK:
+        children = list(_CHILDREN)
+        _CHILDREN.clear()
+    for proc in children:
+        if proc.poll() is None:
+            proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    """Close stdin (EOF asks the daemon to stop), wait, kill if it does not exit."""
+    try:
+        if proc.stdin is not None and not proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    finally:
+        if proc.stdout is not None:
+            with contextlib.suppress(OSError):
+                proc.stdout.close()
+        _untrack(proc)
+
+
+def child_env() -> dict[str, str]:
+    """This environment minus ``BRAIN_*`` settings, so daemons run on their defaults."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
+
+
+def log_tail(log: Path, lines: int = 20) -> str:
+    """The last lines of a daemon's stderr log, for error reports."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def client_daemon(db: Path, log: Path) -> Iterator[Client]:
+    """A ``protocol.client.Client`` over a fresh daemon, answering pings before it is yielded."""
+    with log.open("ab") as err:
+        client = Client.spawn(db, stderr=err, env=child_env())
+    _track(client.proc)
+    try:
+        client.call("ping", timeout=CALL_TIMEOUT_S)
+        yield client
+    except BaseException as exc:
+        tail = log_tail(log)
+        if tail and not isinstance(exc, KeyboardInterrupt):
+            print(f"  daemon log tail ({log}):\n{tail}", file=sys.stderr)
+        raise
+    finally:
+        try:
+            client.close(timeout=60)
+        except subprocess.TimeoutExpired:
+            client.kill()
+        finally:
+            _untrack(client.proc)
+
+
+@contextlib.contextmanager
+def raw_daemon(db: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A daemon on buffered pipes, for benchmarks that bypass the client."""
+    with log.open("ab") as err:
+        proc = subprocess.Popen(
+            daemon_command(db),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=child_env(),
+        )
+    _track(proc)
+    try:
+        yield proc
+    except BaseException as exc:
+        tail = log_tail(log)
+        if tail and not isinstance(exc, KeyboardInterrupt):
+            print(f"  daemon log tail ({log}):\n{tail}", file=sys.stderr)
+        raise
+    finally:
+        stop_process(proc)
+
+
+def frame(request_id: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    """One request line."""
+    obj: dict[str, Any] = {"id": request_id, "method": method}
+    if params is not None:
+        obj["params"] = params
+    return orjson.dumps(obj) + b"\n"
+
+
+def read_answer(stdout: IO[bytes]) -> dict[str, Any]:
+    """Read one response line; fail if the daemon closed its stdout."""
+    line = stdout.readline()
+    if not line:
+        raise RuntimeError("the daemon closed stdout before answering")
+    answer: dict[str, Any] = orjson.loads(line)
+    return answer
+
+
+# -- settings and results ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the command line chose."""
+
+    runs: int
+    size: float
+    root: Path
+
+    def n(self, base: int, minimum: int = 1) -> int:
+        """A workload count scaled by ``--size``."""
+        return max(minimum, round(base * self.size))
+
+
+@dataclass
+class Shared:
+    """State shared between benchmarks of one invocation (built lazily)."""
+
+    settings: Settings
+    dataset_db: Path | None = None
+    dataset_messages: int = 0
+    dataset_metrics: Metrics = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One named benchmark: ``run`` returns one run's metrics."""
+
+    name: str
+    summary: str
+    params: Callable[[Settings], dict[str, Any]]
+    run: Callable[[Shared, Path], Metrics]
+    deterministic: bool = False
+
+
+# -- ingest -----------------------------------------------------------------------------
+
+
+def _ingest_params(s: Settings) -> dict[str, Any]:
+    return {
+        "messages": s.n(20_000, BATCH_SIZE),
+        "batch_size": BATCH_SIZE,
+        "sessions": INGEST_SESSIONS,
+        "content_chars": "200-800",
+    }
+
+
+def _prepared_batches(s: Settings, seed: int) -> list[tuple[str, list[Message]]]:
+    total = _ingest_params(s)["messages"]
+    return batches(make_messages(total, INGEST_SESSIONS, seed), BATCH_SIZE)
+
+
+def bench_ingest_batched(shared: Shared, work: Path) -> Metrics:
+    """Batched ingest requests through the daemon, one after another."""
+    plan = _prepared_batches(shared.settings, SEED)
+    total = sum(len(b) for _, b in plan)
+    with client_daemon(work / "bench.db", work / "daemon.log") as client:
+        started = time.perf_counter()
+        stored = 0
+        for session, msgs in plan:
+            result = client.call(
+                "ingest", {"session": session, "messages": msgs}, timeout=CALL_TIMEOUT_S
+            )
+            stored += int(result["ingested"])
+        took = time.perf_counter() - started
+    if stored != total:
+        raise RuntimeError(f"stored {stored} of {total} messages")
+    return {"msgs_per_s": total / took, "ingest_s": took, "batch_ms": took * 1000 / len(plan)}
+
+
+def bench_ingest_batched_engine(shared: Shared, work: Path) -> Metrics:
+    """The same batches straight into ``brain.Brain.ingest`` (no daemon, no JSON)."""
+    plan = [
+        (session, [message_in(m) for m in msgs])
+        for session, msgs in _prepared_batches(shared.settings, SEED)
+    ]
+    total = sum(len(b) for _, b in plan)
+    brain = Brain(work / "bench.db")
+    try:
+        started = time.perf_counter()
+        stored = 0
+        for session, msgs in plan:
+            stored += brain.ingest(session, msgs).ingested
+        took = time.perf_counter() - started
+    finally:
+        brain.close()
+    if stored != total:
+        raise RuntimeError(f"stored {stored} of {total} messages")
+    return {"msgs_per_s": total / took, "ingest_s": took, "batch_ms": took * 1000 / len(plan)}
+
+
+def _single_params(s: Settings) -> dict[str, Any]:
+    return {"requests": s.n(2_000, 50), "sessions": PIPELINE_SESSIONS, "durable": True}
+
+
+def bench_ingest_single(shared: Shared, work: Path) -> Metrics:
+    """One message per ingest request, sequential round trips (each commit is durable)."""
+    count = _single_params(shared.settings)["requests"]
+    plan = make_messages(count, PIPELINE_SESSIONS, SEED + 1)
+    latencies: list[int] = []
+    with client_daemon(work / "bench.db", work / "daemon.log") as client:
+        started = time.perf_counter()
+        for session, message in plan:
+            t0 = time.perf_counter_ns()
+            client.call("ingest", {"session": session, "message": message}, timeout=CALL_TIMEOUT_S)
+            latencies.append(time.perf_counter_ns() - t0)
+        took = time.perf_counter() - started
+    return {"reqs_per_s": count / took, **latency_metrics(latencies)}
+
+
+# -- ping -------------------------------------------------------------------------------
+
+
+def _ping_params(s: Settings) -> dict[str, Any]:
+    return {"pings": s.n(2_000, 100), "warmup": 200}
+
+
+def bench_ping_roundtrip(shared: Shared, work: Path) -> Metrics:
+    """Sequential pings through the subprocess pipes with ``protocol.client.Client``."""
+    params = _ping_params(shared.settings)
+    latencies: list[int] = []
+    with client_daemon(work / "bench.db", work / "daemon.log") as client:
+        for _ in range(params["warmup"]):
+            client.call("ping")
+        for _ in range(params["pings"]):
+            t0 = time.perf_counter_ns()
+            client.call("ping")
+            latencies.append(time.perf_counter_ns() - t0)
+    return latency_metrics(latencies)
+
+
+def _loop_params(s: Settings) -> dict[str, Any]:
+    return {"pings": s.n(10_000, 100), "warmup": 500}
+
+
+def bench_ping_in_loop(shared: Shared, work: Path) -> Metrics:
+    """``Dispatcher.prepare`` + ``await Dispatcher.execute`` for a ping, inside anyio.run."""
+    import anyio
+    import anyio.to_thread
+
+    from daemon.context import Context
+    from daemon.dispatch import Answer, Dispatcher
+
+    params = _loop_params(shared.settings)
+    total: list[int] = []
+    prepare: list[int] = []
+    execute: list[int] = []
+
+    async def measure() -> None:
+        brain = await anyio.to_thread.run_sync(Brain, work / "bench.db")
+        try:
+            dispatcher = Dispatcher(Context(brain))
+            warmup = params["warmup"]
+            for i in range(warmup + params["pings"]):
+                line = frame(i, "ping")
+                t0 = time.perf_counter_ns()
+                call = dispatcher.prepare(line)
+                t1 = time.perf_counter_ns()
+                if isinstance(call, Answer):
+                    raise RuntimeError(f"ping rejected: {call.frame!r}")
+                answer = await dispatcher.execute(call)
+                t2 = time.perf_counter_ns()
+                if answer is None or b'"pong"' not in answer:
+                    raise RuntimeError(f"unexpected ping answer: {answer!r}")
+                if i >= warmup:
+                    total.append(t2 - t0)
+                    prepare.append(t1 - t0)
+                    execute.append(t2 - t1)
+        finally:
+            await anyio.to_thread.run_sync(brain.close)
+
+    anyio.run(measure)
+    return {
+        **latency_metrics(total),
+        "prepare_p50_ms": latency_metrics(prepare)["p50_ms"],
+        "execute_p50_ms": latency_metrics(execute)["p50_ms"],
+    }
+
+
+# -- pipelined --------------------------------------------------------------------------
+
+
+def _pipelined_params(s: Settings) -> dict[str, Any]:
+    return {
+        "ping_requests": s.n(20_000, 100),
+        "ingest_requests": s.n(10_000, 50),
+        "ingest_sessions": PIPELINE_SESSIONS,
+    }
+
+
+@dataclass
+class _Drain:
+    """What a reader thread saw while draining ``expected`` answers."""
+
+    expected: int
+    answered: int = 0
+    errors: int = 0
+    first_error: Any = None
+    last_answer_at: float = 0.0
+    failure: BaseException | None = None
+
+
+def _drain(stdout: IO[bytes], state: _Drain) -> None:
+    try:
+        while state.answered < state.expected:
+            line = stdout.readline()
+            if not line:
+                raise RuntimeError(f"stdout closed after {state.answered} answers")
+            answer = orjson.loads(line)
+            state.answered += 1
+            if "error" in answer:
+                state.errors += 1
+                if state.first_error is None:
+                    state.first_error = answer["error"]
+        state.last_answer_at = time.perf_counter()
+    except BaseException as exc:
+        state.failure = exc
+
+
+def pipeline(proc: subprocess.Popen[bytes], blob: bytes, expected: int) -> float:
+    """Write ``blob`` in one go while a thread reads ``expected`` answers; return seconds."""
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    state = _Drain(expected)
+    reader = threading.Thread(target=_drain, args=(proc.stdout, state), daemon=True)
+    reader.start()
+    started = time.perf_counter()
+    proc.stdin.write(blob)
+    proc.stdin.flush()
+    reader.join(CALL_TIMEOUT_S)
+    if reader.is_alive():
+        raise TimeoutError(f"only {state.answered} of {expected} answers in {CALL_TIMEOUT_S}s")
+    if state.failure is not None:
+        raise state.failure
+    if state.errors:
+        raise RuntimeError(f"{state.errors} error answers, first: {state.first_error}")
+    return state.last_answer_at - started
+
+
+def bench_pipelined(shared: Shared, work: Path) -> Metrics:
+    """Write N requests without waiting, then read every answer (pings, then ingests)."""
+    params = _pipelined_params(shared.settings)
+    pings = params["ping_requests"]
+    ingests = params["ingest_requests"]
+    ping_blob = b"".join(frame(i, "ping") for i in range(1, pings + 1))
+    ingest_blob = b"".join(
+        frame(pings + 1 + i, "ingest", {"session": session, "message": message})
+        for i, (session, message) in enumerate(
+            make_messages(ingests, params["ingest_sessions"], SEED + 2)
+        )
+    )
+    with raw_daemon(work / "bench.db", work / "daemon.log") as proc:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        proc.stdin.write(frame(0, "ping"))
+        proc.stdin.flush()
+        read_answer(proc.stdout)  # ready
+        ping_s = pipeline(proc, ping_blob, pings)
+        ingest_s = pipeline(proc, ingest_blob, ingests)
+    return {
+        "ping_reqs_per_s": pings / ping_s,
+        "ingest_reqs_per_s": ingests / ingest_s,
+        "ping_took_s": ping_s,
+        "ingest_took_s": ingest_s,
+    }
+
+
+# -- storage and start-up (on one shared dataset) -----------------------------------------
+
+
+def _dataset_params(s: Settings) -> dict[str, Any]:
+    return {
+        "messages": s.n(20_000, BATCH_SIZE),
+        "batch_size": BATCH_SIZE,
+        "sessions": INGEST_SESSIONS,
+        "built_through": "daemon ingest batches, then save",
+    }
+
+
+def dataset(shared: Shared) -> Path:
+    """A database with the realistic messages, ingested through a daemon and saved (cached)."""
+    if shared.dataset_db is not None:
+        return shared.dataset_db
+    params = _dataset_params(shared.settings)
+    total = params["messages"]
+    messages = make_messages(total, INGEST_SESSIONS, SEED + 3)
+    content_bytes = sum(len(m["content"].encode()) for _, m in messages)
+    request_bytes = sum(len(orjson.dumps(m)) for _, m in messages)
+    work = shared.settings.root / "dataset"
+    work.mkdir()
+    db = work / "dataset.db"
+    files = db.with_name(db.name + "-files")
+    wal = db.with_name(db.name + "-wal")
+    print(f"  building the shared dataset ({total} messages)", file=sys.stderr)
+    with client_daemon(db, work / "daemon.log") as client:
+        for session, msgs in batches(messages, BATCH_SIZE):
+            client.call("ingest", {"session": session, "messages": msgs}, timeout=CALL_TIMEOUT_S)
+        client.call("save", timeout=CALL_TIMEOUT_S)
+        live_db, live_wal, live_files = file_bytes(db), file_bytes(wal), dir_bytes(files)
+    closed_total = file_bytes(db) + file_bytes(wal) + dir_bytes(files)
+    live_total = live_db + live_wal + live_files
+    shared.dataset_db = db
+    shared.dataset_messages = total
+    shared.dataset_metrics = {
+        "bytes_per_msg": live_total / total,
+        "content_bytes_per_msg": content_bytes / total,
+        "request_json_bytes_per_msg": request_bytes / total,
+        "overhead_ratio": live_total / content_bytes,
+        "db_bytes": float(live_db),
+        "wal_bytes": float(live_wal),
+        "payload_bytes": float(live_files),
+        "bytes_per_msg_after_close": closed_total / total,
+    }
+    return db
+
+
+def bench_db_bytes(shared: Shared, work: Path) -> Metrics:
+    """(db file + WAL + payload files) / messages after a save, vs the content size."""
+    dataset(shared)
+    return dict(shared.dataset_metrics)
+
+
+def _startup_params(s: Settings) -> dict[str, Any]:
+    return {"db_messages": _dataset_params(s)["messages"]}
+
+
+def _spawn_ms(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    return (time.perf_counter() - started) * 1000
+
+
+def bench_startup(shared: Shared, work: Path) -> Metrics:
+    """Spawn to first ping answer on the existing dataset, plus bare-interpreter baselines."""
+    db = dataset(shared)
+    started = time.perf_counter()
+    with raw_daemon(db, work / "daemon.log") as proc:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        proc.stdin.write(frame(1, "ping"))
+        proc.stdin.flush()
+        answer = read_answer(proc.stdout)
+        startup_ms = (time.perf_counter() - started) * 1000
+        if answer.get("result") != {"pong": True}:
+            raise RuntimeError(f"unexpected ping answer: {answer}")
+        eof_at = time.perf_counter()
+        stop_process(proc)
+        exit_ms = (time.perf_counter() - eof_at) * 1000
+    python_ms = _spawn_ms([sys.executable, "-c", "pass"])
+    import_ms = _spawn_ms([sys.executable, "-c", "import daemon.cli, daemon.runner, daemon.stdio"])
+    return {
+        "startup_ms": startup_ms,
+        "exit_ms": exit_ms,
+        "python_bare_ms": python_ms,
+        "python_import_daemon_ms": import_ms,
+    }
+
+
+# -- registry, targets, report ----------------------------------------------------------
+
+BENCHES: Final[tuple[Bench, ...]] = (
+    Bench(
+        "ingest_batched",
+        "messages/s, batched ingest requests through the daemon subprocess",
+        _ingest_params,
+        bench_ingest_batched,
+    ),
+    Bench(
+        "ingest_batched_engine",
+        "messages/s, the same batches through brain.Brain.ingest in-process",
+        _ingest_params,
+        bench_ingest_batched_engine,
+    ),
+    Bench(
+        "ingest_single",
+        "requests/s, one-message durable ingest requests, sequential round trips",
+        _single_params,
+        bench_ingest_single,
+    ),
+    Bench(
+        "ping_roundtrip",
+        "ping round-trip latency through the subprocess pipes (protocol.client.Client)",
+        _ping_params,
+        bench_ping_roundtrip,
+    ),
+    Bench(
+        "ping_in_loop",
+        "ping latency of Dispatcher.prepare + execute inside the event loop (no pipes)",
+        _loop_params,
+        bench_ping_in_loop,
+    ),
+    Bench(
+        "pipelined",
+        "requests/s with all requests written at once, answers read by a thread",
+        _pipelined_params,
+        bench_pipelined,
+    ),
+    Bench(
+        "db_bytes_per_message",
+        "on-disk bytes per message after ingest + save (db + WAL + payload files)",
+        _dataset_params,
+        bench_db_bytes,
+        deterministic=True,
+    ),
+    Bench(
+        "startup",
+        "ms from spawn to the first ping answer on an existing database",
+        _startup_params,
+        bench_startup,
+    ),
+)
+BENCH_BY_NAME: Final = {b.name: b for b in BENCHES}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A figure the project aims for."""
+
+    bench: str
+    metric: str
+    op: str  # ">=" or "<="
+    value: float
+
+
+TARGETS: Final[tuple[Target, ...]] = (
+    Target("ingest_batched", "msgs_per_s", ">=", 20_000),
+    Target("ingest_single", "reqs_per_s", ">=", 2_000),
+    Target("ping_in_loop", "p50_ms", "<=", 0.1),
+)
+
+
+def run_bench(bench: Bench, shared: Shared) -> dict[str, Any]:
+    """Run one benchmark ``--runs`` times (once if deterministic) and summarise."""
+    settings = shared.settings
+    runs = 1 if bench.deterministic else settings.runs
+    entry: dict[str, Any] = {"summary": bench.summary, "params": bench.params(settings)}
+    values: dict[str, list[float]] = {}
+    started = time.perf_counter()
+    try:
+        for i in range(runs):
+            work = settings.root / f"{bench.name}-{i}"
+            work.mkdir()
+            try:
+                metrics = bench.run(shared, work)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            for key, value in metrics.items():
+                values.setdefault(key, []).append(float(value))
+            print(f"  {bench.name} run {i + 1}/{runs}: {_brief(metrics)}", file=sys.stderr)
+    except Exception as exc:
+        entry["error"] = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc(file=sys.stderr)
+    entry["n_runs"] = len(next(iter(values.values()), []))
+    if bench.deterministic:
+        entry["params"]["note"] = "deterministic: measured once"
+    for key, vals in values.items():
+        entry[key] = _round(statistics.median(vals))
+    entry["runs"] = {key: [_round(v) for v in vals] for key, vals in values.items()}
+    entry["wall_s"] = _round(time.perf_counter() - started)
+    return entry
+
+
+def _round(value: float) -> float:
+    if math.isnan(value) or value == 0:
+        return value
+    digits = max(0, 4 - math.floor(math.log10(abs(value))))
+    return round(value, digits)
+
+
+def _brief(metrics: Metrics) -> str:
+    return ", ".join(f"{k}={_round(v):g}" for k, v in list(metrics.items())[:4])
+
+
+def targets_report(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each target with the measured median and whether it is met (None when not run)."""
+    out: dict[str, Any] = {}
+    for t in TARGETS:
+        actual = results.get(t.bench, {}).get(t.metric)
+        met = None
+        if isinstance(actual, float | int):
+            met = actual >= t.value if t.op == ">=" else actual <= t.value
+        out[t.bench] = {
+            "metric": t.metric,
+            "target": f"{t.op} {t.value:g}",
+            "value": actual,
+            "met": met,
+        }
+    return out
+
+
+def machine_info() -> dict[str, Any]:
+    """Where the figures were measured."""
+    return {
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "sqlite": apsw.sqlite_lib_version(),
+        "apsw": apsw.apsw_version(),
+        "brain": __version__,
+    }
+
+
+def render_table(results: dict[str, dict[str, Any]], targets: dict[str, Any]) -> str:
+    """A human-readable summary of the medians."""
+    buf = io.StringIO()
+    width = max((len(n) for n in results), default=10)
+    buf.write(f"{'benchmark':<{width}}  median figures\n")
+    for name, entry in results.items():
+        if "error" in entry:
+            buf.write(f"{name:<{width}}  ERROR {entry['error']}\n")
+            continue
+        figures = ", ".join(f"{k}={entry[k]:g}" for k in entry["runs"])
+        buf.write(f"{name:<{width}}  {figures}\n")
+    buf.write("\ntargets\n")
+    for name, t in targets.items():
+        verdict = {True: "MET", False: "MISSED", None: "not run"}[t["met"]]
+        value = "-" if t["value"] is None else f"{t['value']:g}"
+        buf.write(f"  {name}.{t['metric']} {t['target']}: {value}  [{verdict}]\n")
+    return buf.getvalue()
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    parser.add_argument(
+        "--only", help=f"comma-separated benchmarks to run: {', '.join(BENCH_BY_NAME)}"
+    )
+    parser.add_argument("--runs", type=int, default=5, help="runs per benchmark (median)")
+    parser.add_argument(
+        "--size", type=float, default=1.0, help="workload scale factor (0.1 = quick smoke run)"
+    )
+    parser.add_argument("--tmp-dir", help="where temporary databases go (default: system temp)")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if not args.size > 0:
+        parser.error("--size must be positive")
+    if args.only:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in names if n not in BENCH_BY_NAME]
+        if unknown or not names:
+            parser.error(f"unknown benchmark(s) {unknown}; choose from {', '.join(BENCH_BY_NAME)}")
+        args.only = names
+    return args
+
+
+def _terminate(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the selected benchmarks and report."""
+    args = parse_args(argv)
+    selected = [BENCH_BY_NAME[n] for n in args.only] if args.only else list(BENCHES)
+    signal.signal(signal.SIGTERM, _terminate)
+    started = time.perf_counter()
+    began = datetime.now(UTC).isoformat(timespec="seconds")
+    results: dict[str, dict[str, Any]] = {}
+    root = Path(tempfile.mkdtemp(prefix="brain-bench-", dir=args.tmp_dir))
+    try:
+        shared = Shared(Settings(args.runs, args.size, root))
+        for bench in selected:
+            print(f"{bench.name}: {bench.summary}", file=sys.stderr)
+            results[bench.name] = run_bench(bench, shared)
+    finally:
+        reap_children()
+        shutil.rmtree(root, ignore_errors=True)
+    targets = targets_report(results)
+    report: dict[str, Any] = {
+        **results,
+        "targets": targets,
+        "machine": machine_info(),
+        "meta": {
+            "started_at": began,
+            "took_s": _round(time.perf_counter() - started),
+            "runs": args.runs,
+            "size": args.size,
+            "only": args.only,
+            "tmp_dir": args.tmp_dir or tempfile.gettempdir(),
+            "daemon": "python -m daemon --db DB, default settings (BRAIN_* variables removed)",
+        },
+    }
+    table = render_table(results, targets)
+    if args.json:
+        print(table, file=sys.stderr)
+        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(table)
+    return 1 if any("error" in e for e in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
