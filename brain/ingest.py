@@ -176,6 +176,9 @@ def _insert(
         ),
     )
     message_id = int(store.conn.last_insert_rowid())
+    store.execute(
+        "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", (message_id, msg.content)
+    )
     for payload in msg.payloads:
         write_file(store.files_dir, payload.file_id, payload.data)
         txn.on_rollback(_remover(store, payload.file_id))

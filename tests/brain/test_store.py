@@ -41,6 +41,7 @@ def test_open_store_names_its_setup_steps_in_order() -> None:
         "synchronous",
         "foreign_keys",
         "no_double_quoted_strings",
+        "journal_size_limit",
         "sqlite_vec",
     ]
 
@@ -53,6 +54,7 @@ def test_open_store_applies_every_setup_step(db_path: Path) -> None:
         assert store.scalar("PRAGMA busy_timeout") == 1234
         assert store.scalar("PRAGMA synchronous") == 1  # NORMAL
         assert str(store.scalar("SELECT vec_version()")).startswith("v")
+        assert store.scalar("PRAGMA journal_size_limit") == 4 * 1024 * 1024
         with pytest.raises(apsw.SQLError, match="no such column"):
             store.execute('SELECT "not_a_column"')  # double quotes mean identifiers only
     finally:
