@@ -19,6 +19,7 @@ ROLES: Final = ("user", "assistant", "system", "tool")
 MAX_BATCH: Final = 10_000
 MAX_ID_LEN: Final = 512
 MAX_BLOCKS: Final = 10_000
+MAX_DEPTH: Final = 64
 
 
 class Params(Protocol):
@@ -76,6 +77,7 @@ class Message:
         for i, call in enumerate(tool_calls or ()):
             if not isinstance(call, dict):
                 raise InvalidParams(f"{f.path('tool_calls')}[{i}]: must be an object")
+            _check_depth(call, f"{f.path('tool_calls')}[{i}]")
         message = cls(
             role=role,
             content=content,
@@ -147,3 +149,22 @@ def _check_block(block: Any, where: str) -> None:
     kind = block.get("type")
     if not isinstance(kind, str) or not kind:
         raise InvalidParams(f"{where}.type: must be a non-empty string")
+    _check_depth(block, where)
+
+
+def _check_depth(value: Any, where: str) -> None:
+    """Refuse structures nested deeper than ``MAX_DEPTH``.
+
+    Blocks are stored as JSON again, and orjson refuses to encode more than
+    254 levels: without this bound such a block would be a crash, not an
+    answer naming the field.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidParams(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))

@@ -61,19 +61,21 @@ def parse_request(line: bytes) -> Request | Rejected:
         )
     request_id: RequestId = raw_id
     notification = not has_id
+    # A malformed request is answered even without an id (with id null, as
+    # JSON-RPC requires): only a well-formed request without id is a notification.
     if "jsonrpc" in obj and obj["jsonrpc"] != "2.0":
-        return Rejected(request_id, InvalidRequest('jsonrpc must be "2.0"'), notification)
+        return Rejected(request_id, InvalidRequest('jsonrpc must be "2.0"'))
     method = obj.get("method")
     if not isinstance(method, str) or not method or len(method) > MAX_METHOD_LEN:
         return Rejected(
-            request_id, InvalidRequest("method must be a non-empty string"), notification, jsonrpc
+            request_id, InvalidRequest("method must be a non-empty string"), False, jsonrpc
         )
     unknown = obj.keys() - _MEMBERS
     if unknown:
         return Rejected(
             request_id,
             InvalidRequest(f"unknown request member(s): {', '.join(sorted(unknown))}"),
-            notification,
+            False,
             jsonrpc,
         )
     params = obj.get("params", {})
