@@ -31,6 +31,15 @@ from protocol.framing import LineSplitter, encode_frame
 _NO_LIMIT: Final = 1 << 62  # the daemon's answers are trusted to be sane
 
 
+def _decode(line: bytes) -> dict[str, Any] | None:
+    """A response or notification frame, or None for a line that is neither."""
+    try:
+        frame = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return frame if isinstance(frame, dict) else None
+
+
 def _lines(fd: int) -> Iterator[bytes]:
     """Lines from a file descriptor, read in large chunks.
 
@@ -196,11 +205,8 @@ class Client:
     def _read_loop(self) -> None:
         try:
             for line in _lines(self._stdout.fileno()):
-                try:
-                    frame = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                if not isinstance(frame, dict):
+                frame = _decode(line)
+                if frame is None:
                     continue
                 if "id" not in frame:
                     self.notifications.put(frame)
@@ -314,11 +320,8 @@ class AsyncClient:
             self._pending.clear()
 
     def _deliver(self, line: bytes) -> None:
-        try:
-            frame = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return
-        if not isinstance(frame, dict):
+        frame = _decode(line)
+        if frame is None:
             return
         if "id" not in frame:
             self.notifications.append(frame)
