@@ -1,15 +1,16 @@
 """stdin and stdout as a byte source and a frame sink.
 
-stdin is read unbuffered (``os.read`` returns whatever the pipe holds) by a
-daemon thread, so a single request is seen as soon as its line arrives rather
-than when a 64 KiB buffer fills, and a blocked read never holds up shutdown.
-It works for pipes, terminals and redirected files alike.
+stdin is read unbuffered (``os.read`` returns whatever the pipe holds), so a
+single request is seen as soon as its line arrives rather than when a 64 KiB
+buffer fills. Pipes are polled on the event loop; files fall back to a daemon
+thread, whose blocked read never holds up shutdown.
 
 stdout is the wire and nothing else may write to it: ``claim_stdout`` moves
 the real stdout to a private descriptor and points fd 1 at stderr, so a stray
 ``print`` (ours or a library's, Python or C) lands in the log instead of
-corrupting a frame. A writer thread drains frames to the private descriptor,
-so a slow reader never blocks the event loop.
+corrupting a frame. Frames go straight to the private descriptor when the
+pipe has room, else through a writer thread, so a slow reader never blocks
+the event loop.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import select
+import stat
 import sys
 import threading
 from typing import Final
@@ -39,28 +42,48 @@ def claim_stdout() -> int:
 
 
 class StdinSource:
-    """A ``ByteSource`` over a file descriptor, read by a thread on demand.
+    """A ``ByteSource`` over a file descriptor, read only when the server asks.
 
-    The thread reads only when the server asks for the next chunk, so the
-    daemon never holds bytes it has not looked at: when it stops, what it has
-    read is answered and the rest stays in the pipe.
+    Pipes, sockets and terminals are read on the event loop once the loop
+    reports them readable (no thread hop per request). Regular files and
+    devices the loop cannot poll fall back to a reader thread. Either way
+    nothing is read ahead: when the daemon stops, what it has read is
+    answered and the rest stays in the pipe.
     """
 
     def __init__(self, fd: int = 0) -> None:
         self._fd = fd
+        self._pollable: bool | None = None
         self._send, self._recv = anyio.create_memory_object_stream[bytes](1)
         self._want = threading.Semaphore(0)
         self._asked = False
-        self._started = False
+        self._thread: threading.Thread | None = None
 
     async def receive(self) -> bytes:
         """The next chunk, or ``b""`` at EOF (or once the reader thread has died)."""
-        if not self._started:
-            self._started = True
+        if self._pollable is None:
+            self._pollable = _pollable(self._fd)
+        if self._pollable:
+            try:
+                await anyio.wait_readable(self._fd)
+            except OSError:  # the loop refused this descriptor after all
+                self._pollable = False
+            else:
+                try:
+                    return os.read(self._fd, _CHUNK)
+                except BlockingIOError:  # woken spuriously; nothing to read yet
+                    return await self.receive()
+                except OSError:
+                    return _EOF
+        return await self._receive_threaded()
+
+    async def _receive_threaded(self) -> bytes:
+        if self._thread is None:
             token = anyio.lowlevel.current_token()
-            threading.Thread(
+            self._thread = threading.Thread(
                 target=self._pump, args=(token,), name="brain-stdin", daemon=True
-            ).start()
+            )
+            self._thread.start()
         if not self._asked:  # a cancelled receive leaves its read outstanding
             self._asked = True
             self._want.release()
@@ -88,19 +111,49 @@ class StdinSource:
             anyio.from_thread.run_sync(self._send.close, token=token)
 
 
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait on ``fd`` (pipes, sockets, terminals)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 class StdoutSink:
-    """A ``FrameSink`` that queues frames for a writer thread (never blocks the loop)."""
+    """A ``FrameSink`` that never blocks the loop for long.
+
+    A small frame is written straight from the loop when nothing is queued
+    and the pipe has room for it (``poll`` says writable, meaning at least
+    ``PIPE_BUF`` bytes free, and a write of at most ``PIPE_BUF`` bytes is atomic
+    and does not block). Anything else goes to a writer thread, which writes
+    frames in order, coalesced. The direct path saves a thread wake-up per
+    answer, which on a small VM costs ~0.2 ms.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._queued = 0  # frames handed to the thread and not yet written
+        self._count_lock = threading.Lock()
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLOUT)
         self.broken = False
         self._thread = threading.Thread(target=self._drain, name="brain-stdout", daemon=True)
         self._thread.start()
 
     async def send(self, frame: bytes) -> None:
-        """Queue a frame; it is written in order, coalesced with its neighbours."""
-        self._queue.put(frame)
+        """Write or queue a frame; frames reach the client in the order sent."""
+        if self.broken:
+            return
+        with self._count_lock:
+            direct = self._queued == 0 and len(frame) <= select.PIPE_BUF and self._writable()
+            if not direct:
+                self._queued += 1
+        if direct:
+            self._write(frame)
+        else:
+            self._queue.put(frame)
 
     def close(self, timeout: float = 10.0) -> None:
         """Write everything queued, then stop the writer thread."""
@@ -108,6 +161,12 @@ class StdoutSink:
         self._thread.join(timeout)
         with contextlib.suppress(OSError):
             os.close(self._fd)
+
+    def _writable(self) -> bool:
+        try:
+            return any(ev & select.POLLOUT for _fd, ev in self._poll.poll(0))
+        except OSError:
+            return False
 
     def _drain(self) -> None:
         while True:
@@ -125,6 +184,8 @@ class StdoutSink:
                     batch.append(more)
             if batch and not self.broken:
                 self._write(b"".join(batch))
+            with self._count_lock:
+                self._queued -= len(batch)
             if stop:
                 return
 

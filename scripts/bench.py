@@ -259,10 +259,10 @@ def log_tail(log: Path, lines: int = 20) -> str:
 
 
 @contextlib.contextmanager
-def client_daemon(db: Path, log: Path) -> Iterator[Client]:
+def client_daemon(db: Path, log: Path, args: Sequence[str] = ()) -> Iterator[Client]:
     """A ``protocol.client.Client`` over a fresh daemon, answering pings before it is yielded."""
     with log.open("ab") as err:
-        client = Client.spawn(db, stderr=err, env=child_env())
+        client = Client.spawn(db, args=args, stderr=err, env=child_env())
     _track(client.proc)
     try:
         client.call("ping", timeout=CALL_TIMEOUT_S)
@@ -419,18 +419,51 @@ def _single_params(s: Settings) -> dict[str, Any]:
 
 
 def bench_ingest_single(shared: Shared, work: Path) -> Metrics:
-    """One message per ingest request, sequential round trips (each commit is durable)."""
+    """One message per ingest request, sequential round trips (each commit is durable).
+
+    Each commit waits for an fsync (synchronous=FULL), so the figure follows
+    the disk: ``disk_fsync_commits_per_s`` (bare apsw commits, no daemon) and a
+    run with synchronous=NORMAL (durable against a killed process, not a
+    power cut) are reported beside it to tell disk from daemon.
+    """
     count = _single_params(shared.settings)["requests"]
     plan = make_messages(count, PIPELINE_SESSIONS, SEED + 1)
-    latencies: list[int] = []
-    with client_daemon(work / "bench.db", work / "daemon.log") as client:
+
+    def run(name: str, args: Sequence[str]) -> tuple[float, list[int]]:
+        latencies: list[int] = []
+        with client_daemon(work / f"{name}.db", work / "daemon.log", args) as client:
+            started = time.perf_counter()
+            for session, message in plan:
+                t0 = time.perf_counter_ns()
+                params = {"session": session, "message": message}
+                client.call("ingest", params, timeout=CALL_TIMEOUT_S)
+                latencies.append(time.perf_counter_ns() - t0)
+            return count / (time.perf_counter() - started), latencies
+
+    full_rate, latencies = run("full", ())
+    normal_rate, _ = run("normal", ("--synchronous", "NORMAL"))
+    return {
+        "reqs_per_s": full_rate,
+        **latency_metrics(latencies),
+        "reqs_per_s_sync_normal": normal_rate,
+        "disk_fsync_commits_per_s": _bare_commit_rate(work / "bare.db", count),
+    }
+
+
+def _bare_commit_rate(path: Path, count: int) -> float:
+    """Commits per second of one-row transactions on this disk with synchronous=FULL."""
+    conn = apsw.Connection(str(path))
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("CREATE TABLE t (x)")
         started = time.perf_counter()
-        for session, message in plan:
-            t0 = time.perf_counter_ns()
-            client.call("ingest", {"session": session, "message": message}, timeout=CALL_TIMEOUT_S)
-            latencies.append(time.perf_counter_ns() - t0)
-        took = time.perf_counter() - started
-    return {"reqs_per_s": count / took, **latency_metrics(latencies)}
+        for i in range(count):
+            with conn:
+                conn.execute("INSERT INTO t VALUES (?)", (i,))
+        return count / (time.perf_counter() - started)
+    finally:
+        conn.close()
 
 
 # -- ping -------------------------------------------------------------------------------
