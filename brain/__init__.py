@@ -7,7 +7,15 @@ Public names are re-exported here; modules are one concept each.
 from brain.config import BrainConfig
 from brain.content import MessageIn
 from brain.engine import Brain, Info, SaveResult
-from brain.errors import BrainError, Conflict, InvalidInput, NotFound, StorageError, StoreBusy
+from brain.errors import (
+    BrainError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    ProviderError,
+    StorageError,
+    StoreBusy,
+)
 from brain.ingest import IngestedMessage, IngestResult
 from brain.store import Store, open_store
 from brain.version import __version__
@@ -23,6 +31,7 @@ __all__ = [
     "InvalidInput",
     "MessageIn",
     "NotFound",
+    "ProviderError",
     "SaveResult",
     "StorageError",
     "Store",

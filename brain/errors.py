@@ -7,7 +7,8 @@
     ├── NotFound            an id or session that does not exist
     ├── Conflict            a write that contradicts what is stored
     ├── StoreBusy           the database stayed locked past the busy timeout
-    └── StorageError        the database or files directory failed underneath us
+    ├── StorageError        the database or files directory failed underneath us
+    └── ProviderError       an LLM or embedding provider failed (after retries) or is tripped
 
 The engine knows nothing of the wire. The daemon's dispatcher is the one place
 where these become protocol error codes (see ``daemon.dispatch``), and it is the
@@ -62,3 +63,9 @@ class StorageError(BrainError):
     """The database file or files directory failed (disk full, permissions, corruption)."""
 
     default_message = "storage error"
+
+
+class ProviderError(BrainError):
+    """An external provider (LLM, embeddings) failed after retries, or its breaker is open."""
+
+    default_message = "provider unavailable"

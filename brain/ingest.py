@@ -21,6 +21,7 @@ from brain.content import MessageIn, Normalized, message_part_block, normalize, 
 from brain.errors import Conflict, InvalidInput
 from brain.files import remove_file, write_file
 from brain.store import Store, Transaction
+from brain.tokens import message_cost
 
 MAX_SESSION_LEN: Final = 512
 GENERATED_ID: Final = re.compile(r"msg_([0-9]+)")
@@ -88,6 +89,7 @@ def ingest(
             (conversation_id,),
         )
         last_seq = 0 if last is None else int(last[1])
+        added = 0  # context tokens the new messages bring
         for msg in normalized:
             dup = _duplicate_of(store, conversation_id, msg, last)
             if dup is not None:
@@ -95,13 +97,16 @@ def ingest(
                 continue
             last_seq += 1
             row_id = _insert(store, txn, conversation_id, last_seq, msg, stamp)
+            added += message_cost(msg.token_count)
             last = (row_id, last_seq, msg.client_id, msg.replay_hash)
             outcomes.append(
                 IngestedMessage(public_message_id(row_id, msg.client_id), last_seq, False)
             )
-        if any(not o.duplicate for o in outcomes):
+        if added:
             store.execute(
-                "UPDATE conversations SET updated_at = ? WHERE id = ?", (stamp, conversation_id)
+                "UPDATE conversations SET updated_at = ?, context_tokens = context_tokens + ?, "
+                "raw_tokens = raw_tokens + ?, context_version = context_version + 1 WHERE id = ?",
+                (stamp, added, added, conversation_id),
             )
     new = sum(1 for o in outcomes if not o.duplicate)
     return IngestResult(session, new, len(outcomes) - new, tuple(outcomes))
@@ -178,6 +183,11 @@ def _insert(
     message_id = int(store.conn.last_insert_rowid())
     store.execute(
         "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", (message_id, msg.content)
+    )
+    store.execute(
+        "INSERT INTO context_items (conversation_id, pos, message_id, token_count) "
+        "VALUES (?, ?, ?, ?)",
+        (conversation_id, seq, message_id, message_cost(msg.token_count)),
     )
     for payload in msg.payloads:
         write_file(store.files_dir, payload.file_id, payload.data)

@@ -104,7 +104,90 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
 END;
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1,)
+# Version 2: the summary DAG and the context list.
+_V2: Final = """
+-- Running totals, so "how big is the context" is O(1); versions let a process
+-- tell whether its cached view of a conversation is still current.
+ALTER TABLE conversations ADD COLUMN context_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN raw_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN context_version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN compaction_epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN flush_epoch INTEGER NOT NULL DEFAULT -1;
+
+CREATE TABLE summaries (
+    id                INTEGER PRIMARY KEY,
+    summary_id        TEXT NOT NULL UNIQUE,
+    conversation_id   INTEGER NOT NULL REFERENCES conversations(id),
+    kind              TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+    depth             INTEGER NOT NULL CHECK (depth >= 0),
+    content           TEXT NOT NULL,
+    token_count       INTEGER NOT NULL,
+    first_seq         INTEGER NOT NULL,
+    last_seq          INTEGER NOT NULL,
+    earliest_at       TEXT NOT NULL,
+    latest_at         TEXT NOT NULL,
+    descendant_count  INTEGER NOT NULL,
+    descendant_tokens INTEGER NOT NULL,
+    message_count     INTEGER NOT NULL,
+    file_ids          TEXT NOT NULL DEFAULT '[]',
+    summarizer        TEXT NOT NULL,
+    created_at        TEXT NOT NULL
+);
+CREATE INDEX summaries_conversation ON summaries(conversation_id, first_seq);
+
+-- Ordered links from a summary to its sources: messages (leaf) or child
+-- summaries (condensed), never both in one row.
+CREATE TABLE summary_sources (
+    summary_id INTEGER NOT NULL REFERENCES summaries(id),
+    ordinal    INTEGER NOT NULL,
+    message_id INTEGER REFERENCES messages(id),
+    child_id   INTEGER REFERENCES summaries(id),
+    PRIMARY KEY (summary_id, ordinal),
+    CHECK ((message_id IS NULL) <> (child_id IS NULL))
+) WITHOUT ROWID;
+CREATE INDEX summary_sources_message ON summary_sources(message_id)
+    WHERE message_id IS NOT NULL;
+CREATE INDEX summary_sources_child ON summary_sources(child_id)
+    WHERE child_id IS NOT NULL;
+
+-- What the model sees, in order. pos is the first message seq an item
+-- covers; items never overlap, so replacing a run of items by its summary
+-- leaves every other row where it is (no resequencing). token_count is the
+-- item's cost in an assembled context.
+CREATE TABLE context_items (
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id),
+    pos             INTEGER NOT NULL,
+    message_id      INTEGER REFERENCES messages(id),
+    summary_id      INTEGER REFERENCES summaries(id),
+    depth           INTEGER,
+    token_count     INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, pos),
+    CHECK ((message_id IS NULL) <> (summary_id IS NULL))
+) WITHOUT ROWID;
+
+CREATE VIRTUAL TABLE summaries_fts USING fts5(
+    content, content='summaries', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER summaries_fts_delete AFTER DELETE ON summaries BEGIN
+    INSERT INTO summaries_fts(summaries_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER summaries_fts_update AFTER UPDATE OF content ON summaries BEGIN
+    INSERT INTO summaries_fts(summaries_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO summaries_fts(rowid, content) VALUES (new.id, new.content);
+END;
+
+-- Messages stored before this version enter the context list raw.
+INSERT INTO context_items (conversation_id, pos, message_id, token_count)
+    SELECT conversation_id, seq, id, token_count + 4 FROM messages;
+UPDATE conversations SET
+    context_tokens = (SELECT coalesce(sum(token_count), 0) FROM context_items c
+                      WHERE c.conversation_id = conversations.id),
+    raw_tokens = (SELECT coalesce(sum(token_count), 0) FROM context_items c
+                  WHERE c.conversation_id = conversations.id);
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -15,3 +15,12 @@ def estimate_tokens(text: str) -> int:
     if text.isascii():
         return (len(text) + 3) // 4
     return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
+
+
+MESSAGE_OVERHEAD = 4
+"""Tokens a chat API spends per message on role and framing, beyond its content."""
+
+
+def message_cost(content_tokens: int) -> int:
+    """What one message costs in an assembled context."""
+    return content_tokens + MESSAGE_OVERHEAD

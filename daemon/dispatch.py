@@ -98,6 +98,7 @@ _ENGINE_ERRORS: dict[type[engine.BrainError], type[wire.RPCError]] = {
     engine.Conflict: wire.Conflict,
     engine.StoreBusy: wire.Busy,
     engine.StorageError: wire.StorageFailure,
+    engine.ProviderError: wire.ProviderUnavailable,
 }
 
 

@@ -1,0 +1,136 @@
+"""Stored messages as the read side sees them: rows plus their parts, loaded in bulk.
+
+``StoredMessage`` is what assembly, compaction and describe work from. Loading
+is two queries whatever the number of messages (rows, then all their parts),
+never one query per message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from brain.ingest import public_message_id
+from brain.store import Store
+
+_BATCH: Final = 900  # stay under SQLite's bound-parameter limit
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPart:
+    """One block of a stored message (``block`` decoded; None for origin 'message').
+
+    ``file_id``/``file_bytes`` name the payload file a large value was moved
+    to; the block then holds a marker where the value was.
+    """
+
+    kind: str
+    origin: str
+    tool_call_id: str | None
+    tool_name: str | None
+    file_id: str | None
+    file_bytes: int | None
+    block: Any
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message row with its parts, in ordinal order."""
+
+    row_id: int
+    id: str
+    seq: int
+    role: str
+    name: str | None
+    content: str
+    content_shape: str
+    token_count: int
+    created_at: str
+    parts: tuple[StoredPart, ...]
+
+    @property
+    def tool_call_ids(self) -> tuple[str, ...]:
+        """Ids of the tool calls this message makes."""
+        return tuple(p.tool_call_id for p in self.parts if p.kind == "tool_call" and p.tool_call_id)
+
+    @property
+    def tool_result_ids(self) -> tuple[str, ...]:
+        """Ids of the tool calls this message answers."""
+        return tuple(
+            p.tool_call_id for p in self.parts if p.kind == "tool_result" and p.tool_call_id
+        )
+
+
+_COLUMNS: Final = (
+    "m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
+    "m.token_count, m.created_at"
+)
+
+
+def load_messages(store: Store, row_ids: Sequence[int]) -> list[StoredMessage]:
+    """The messages with these row ids, in the order given (missing ids are skipped)."""
+    rows: dict[int, tuple[Any, ...]] = {}
+    for chunk in _chunks(row_ids):
+        marks = ",".join("?" * len(chunk))
+        for row in store.execute(
+            f"SELECT {_COLUMNS} FROM messages m WHERE m.id IN ({marks})", chunk
+        ):
+            rows[int(row[0])] = tuple(row)
+    parts = _parts(store, list(rows))
+    return [_message(rows[r], parts.get(r, ())) for r in row_ids if r in rows]
+
+
+def load_range(
+    store: Store, conversation_id: int, first_seq: int, last_seq: int
+) -> list[StoredMessage]:
+    """The messages of a conversation with ``first_seq <= seq <= last_seq``, in order."""
+    rows = [
+        tuple(r)
+        for r in store.execute(
+            f"SELECT {_COLUMNS} FROM messages m WHERE m.conversation_id = ? "
+            "AND m.seq BETWEEN ? AND ? ORDER BY m.seq",
+            (conversation_id, first_seq, last_seq),
+        )
+    ]
+    parts = _parts(store, [int(r[0]) for r in rows])
+    return [_message(r, parts.get(int(r[0]), ())) for r in rows]
+
+
+def _parts(store: Store, row_ids: list[int]) -> dict[int, tuple[StoredPart, ...]]:
+    found: dict[int, list[StoredPart]] = {}
+    for chunk in _chunks(row_ids):
+        marks = ",".join("?" * len(chunk))
+        for row in store.execute(
+            "SELECT p.message_id, p.kind, p.origin, p.tool_call_id, p.tool_name, p.file_id, "
+            "f.byte_size, p.block FROM message_parts p "
+            "LEFT JOIN large_files f ON f.file_id = p.file_id "
+            f"WHERE p.message_id IN ({marks}) ORDER BY p.message_id, p.ordinal",
+            chunk,
+        ):
+            block = None if row[7] is None else orjson.loads(row[7])
+            found.setdefault(int(row[0]), []).append(
+                StoredPart(row[1], row[2], row[3], row[4], row[5], row[6], block)
+            )
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def _message(row: tuple[Any, ...], parts: tuple[StoredPart, ...]) -> StoredMessage:
+    return StoredMessage(
+        row_id=int(row[0]),
+        id=public_message_id(int(row[0]), row[1]),
+        seq=int(row[2]),
+        role=str(row[3]),
+        name=row[4],
+        content=str(row[5]),
+        content_shape=str(row[6]),
+        token_count=int(row[7]),
+        created_at=str(row[8]),
+        parts=parts,
+    )
+
+
+def _chunks(ids: Sequence[int]) -> list[list[int]]:
+    return [list(ids[i : i + _BATCH]) for i in range(0, len(ids), _BATCH)]
