@@ -16,8 +16,6 @@ import orjson
 from brain.ingest import public_message_id
 from brain.store import Store
 
-_BATCH: Final = 900  # stay under SQLite's bound-parameter limit
-
 
 @dataclass(frozen=True, slots=True)
 class StoredPart:
@@ -64,21 +62,28 @@ class StoredMessage:
         )
 
 
-_COLUMNS: Final = (
-    "m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
-    "m.token_count, m.created_at"
+# Ids go in as one JSON array (json_each), so any number of them is one
+# statement with one binding and no SQL is ever built from values.
+_BY_IDS: Final = (
+    "SELECT m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
+    "m.token_count, m.created_at FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+)
+_BY_RANGE: Final = (
+    "SELECT m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
+    "m.token_count, m.created_at FROM messages m WHERE m.conversation_id = ? "
+    "AND m.seq BETWEEN ? AND ? ORDER BY m.seq"
+)
+_PARTS: Final = (
+    "SELECT p.message_id, p.kind, p.origin, p.tool_call_id, p.tool_name, p.file_id, "
+    "f.byte_size, p.block FROM message_parts p "
+    "LEFT JOIN large_files f ON f.file_id = p.file_id "
+    "WHERE p.message_id IN (SELECT value FROM json_each(?)) ORDER BY p.message_id, p.ordinal"
 )
 
 
 def load_messages(store: Store, row_ids: Sequence[int]) -> list[StoredMessage]:
     """The messages with these row ids, in the order given (missing ids are skipped)."""
-    rows: dict[int, tuple[Any, ...]] = {}
-    for chunk in _chunks(row_ids):
-        marks = ",".join("?" * len(chunk))
-        for row in store.execute(
-            f"SELECT {_COLUMNS} FROM messages m WHERE m.id IN ({marks})", chunk
-        ):
-            rows[int(row[0])] = tuple(row)
+    rows = {int(r[0]): tuple(r) for r in store.execute(_BY_IDS, (_json_ids(row_ids),))}
     parts = _parts(store, list(rows))
     return [_message(rows[r], parts.get(r, ())) for r in row_ids if r in rows]
 
@@ -87,33 +92,20 @@ def load_range(
     store: Store, conversation_id: int, first_seq: int, last_seq: int
 ) -> list[StoredMessage]:
     """The messages of a conversation with ``first_seq <= seq <= last_seq``, in order."""
-    rows = [
-        tuple(r)
-        for r in store.execute(
-            f"SELECT {_COLUMNS} FROM messages m WHERE m.conversation_id = ? "
-            "AND m.seq BETWEEN ? AND ? ORDER BY m.seq",
-            (conversation_id, first_seq, last_seq),
-        )
-    ]
+    rows = [tuple(r) for r in store.execute(_BY_RANGE, (conversation_id, first_seq, last_seq))]
     parts = _parts(store, [int(r[0]) for r in rows])
     return [_message(r, parts.get(int(r[0]), ())) for r in rows]
 
 
 def _parts(store: Store, row_ids: list[int]) -> dict[int, tuple[StoredPart, ...]]:
     found: dict[int, list[StoredPart]] = {}
-    for chunk in _chunks(row_ids):
-        marks = ",".join("?" * len(chunk))
-        for row in store.execute(
-            "SELECT p.message_id, p.kind, p.origin, p.tool_call_id, p.tool_name, p.file_id, "
-            "f.byte_size, p.block FROM message_parts p "
-            "LEFT JOIN large_files f ON f.file_id = p.file_id "
-            f"WHERE p.message_id IN ({marks}) ORDER BY p.message_id, p.ordinal",
-            chunk,
-        ):
-            block = None if row[7] is None else orjson.loads(row[7])
-            found.setdefault(int(row[0]), []).append(
-                StoredPart(row[1], row[2], row[3], row[4], row[5], row[6], block)
-            )
+    if not row_ids:
+        return {}
+    for row in store.execute(_PARTS, (_json_ids(row_ids),)):
+        block = None if row[7] is None else orjson.loads(row[7])
+        found.setdefault(int(row[0]), []).append(
+            StoredPart(row[1], row[2], row[3], row[4], row[5], row[6], block)
+        )
     return {k: tuple(v) for k, v in found.items()}
 
 
@@ -132,5 +124,5 @@ def _message(row: tuple[Any, ...], parts: tuple[StoredPart, ...]) -> StoredMessa
     )
 
 
-def _chunks(ids: Sequence[int]) -> list[list[int]]:
-    return [list(ids[i : i + _BATCH]) for i in range(0, len(ids), _BATCH)]
+def _json_ids(ids: Sequence[int]) -> str:
+    return orjson.dumps(list(ids)).decode()
