@@ -6,10 +6,40 @@ from flags, environment variables and an optional TOML file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Synchronous = Literal["FULL", "NORMAL", "EXTRA"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionConfig:
+    """How history is folded into summaries.
+
+    ``fresh_tail_count``: the newest raw messages always kept whole (the tail
+    also stretches back to the newest user message and to the calls of any
+    tool results in it). ``leaf_chunk_tokens``: most raw tokens one leaf
+    summary covers. ``threshold_tokens``: raw tokens outside the tail that
+    start an incremental compaction. ``leaf_fanout`` / ``condensed_fanout``:
+    how many same-depth summaries one condensed summary takes at depth 0 /
+    above; ``pressure_fanout`` is used when compacting towards a target.
+    ``incremental_max_depth``: deepest condensation an incremental pass makes
+    (-1: no limit). ``flush_soft_tokens``: how close to the threshold
+    ``assemble`` starts recommending a memory flush.
+    """
+
+    auto: bool = True
+    fresh_tail_count: int = 32
+    leaf_chunk_tokens: int = 20_000
+    threshold_tokens: int = 20_000
+    leaf_target_tokens: int = 1_200
+    condensed_target_tokens: int = 2_000
+    leaf_fanout: int = 8
+    condensed_fanout: int = 4
+    pressure_fanout: int = 2
+    incremental_max_depth: int = -1
+    max_rounds: int = 10
+    flush_soft_tokens: int = 4_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,3 +66,4 @@ class BrainConfig:
     busy_timeout_ms: int = 5_000
     synchronous: Synchronous = "FULL"
     orphan_file_grace_s: float = 600.0
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)

@@ -341,7 +341,9 @@ def _offload(
 ) -> tuple[dict[str, Any], Payload | None]:
     """Move a block's bulk to a payload when the block is over the threshold."""
     encoded = orjson.dumps(block)
-    if (len(encoded) + 3) // 4 <= large_tokens:  # fast path: bytes/4 bounds the estimate
+    # Fast path: no estimate exceeds one token per 3 UTF-8 bytes (a CJK
+    # character is 3 bytes and counts as one token), so this bounds it.
+    if (len(encoded) + 2) // 3 <= large_tokens:
         return block, None
     path, leaf = _largest_string(block, ())
     if leaf is not None and estimate_tokens(leaf) > large_tokens:

@@ -10,17 +10,22 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brain.assemble import Assembled, AssembleOptions, Assembler
+from brain.compaction import CompactionReport, Compactor
 from brain.config import BrainConfig
 from brain.content import MessageIn, restore
+from brain.context import conversation
+from brain.describe import describe, expand
 from brain.errors import NotFound
 from brain.files import read_file, stray_files
 from brain.ingest import GENERATED_ID, IngestResult, ingest
 from brain.store import Store, open_store
+from brain.summarize import ExtractiveSummarizer, Summarizer
 from brain.version import __version__
 
 
@@ -52,12 +57,23 @@ class SaveResult:
 class Brain:
     """An open memory database."""
 
-    def __init__(self, path: str | Path, config: BrainConfig | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        config: BrainConfig | None = None,
+        *,
+        summarizer: Summarizer | None = None,
+    ) -> None:
         self.config = config or BrainConfig()
         self._lock = threading.RLock()
         self._store = open_store(path, self.config)
         self.path = self._store.path
         self._sweep_stray_files()
+        extractive = ExtractiveSummarizer()
+        self._compactor = Compactor(
+            self._locked_store, self.config.compaction, summarizer or extractive, extractive
+        )
+        self._assembler = Assembler(self.config.compaction)
 
     @property
     def store(self) -> Store:
@@ -89,7 +105,7 @@ class Brain:
             store = self._store
             row = store.one(
                 "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages), "
-                "(SELECT count(*) FROM large_files)"
+                "(SELECT count(*) FROM large_files), (SELECT count(*) FROM summaries)"
             )
             assert row is not None
             page_count = int(store.scalar("PRAGMA page_count"))
@@ -100,7 +116,7 @@ class Brain:
                 db=str(self.path),
                 conversations=int(row[0]),
                 messages=int(row[1]),
-                summaries=0,
+                summaries=int(row[3]),
                 nodes=0,
                 edges=0,
                 large_files=int(row[2]),
@@ -112,40 +128,120 @@ class Brain:
         with self._lock:
             store = self._store
             row = store.one(
-                "SELECT m.id, m.role, m.name, m.content, m.content_shape FROM messages m "
-                "JOIN conversations c ON c.id = m.conversation_id "
+                "SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id "
                 "WHERE c.session_id = ? AND m.client_id = ?",
                 (session, message_id),
             )
             generated = GENERATED_ID.fullmatch(message_id)
             if row is None and generated:
                 row = store.one(
-                    "SELECT m.id, m.role, m.name, m.content, m.content_shape FROM messages m "
-                    "JOIN conversations c ON c.id = m.conversation_id "
+                    "SELECT m.id FROM messages m JOIN conversations c "
+                    "ON c.id = m.conversation_id "
                     "WHERE c.session_id = ? AND m.id = ? AND m.client_id IS NULL",
                     (session, int(generated.group(1))),
                 )
             if row is None:
                 raise NotFound(f"no message {message_id!r} in session {session!r}")
+            message = self._restore(int(row[0]))
+            message["id"] = message_id
+            return message
+
+    def assemble(self, session: str, options: AssembleOptions) -> Assembled:
+        """The model-ready context for a session under a token budget."""
+        with self._lock:
+            return self._assembler.assemble(self._store, session, options)
+
+    def describe(
+        self,
+        target: str,
+        *,
+        session: str | None,
+        max_tokens: int = 4_000,
+        lines: tuple[int, int] | None = None,
+    ) -> dict[str, Any]:
+        """Describe a summary, payload file or message id within a session (None: all)."""
+        with self._lock:
+            return describe(
+                self._store,
+                target,
+                self._scope(session),
+                max_tokens=max_tokens,
+                lines=lines,
+                get_message=self._restore,
+            )
+
+    def expand(
+        self, summary_id: str, *, session: str | None, max_tokens: int = 4_000
+    ) -> dict[str, Any]:
+        """Walk a summary down to its sources under a token cap."""
+        with self._lock:
+            return expand(self._store, summary_id, self._scope(session), max_tokens=max_tokens)
+
+    # -- compaction ---------------------------------------------------------
+
+    def compact(self, session: str, *, target_tokens: int | None = None) -> CompactionReport:
+        """Full sweep (or bounded sweeps down to ``target_tokens``) of a session."""
+        return self._compactor.sweep(self._conversation_id(session), target_tokens)
+
+    def compact_incremental(self, session: str) -> CompactionReport:
+        """Fold history if raw tokens outside the fresh tail are over the threshold."""
+        return self._compactor.incremental(self._conversation_id(session))
+
+    def stop_compactions(self) -> None:
+        """Let running compactions finish their current pass and start no more."""
+        self._compactor.stop()
+
+    def compaction_due(self, session: str) -> bool:
+        """Whether an incremental compaction of the session would do anything now."""
+        try:
+            return self._compactor.eligible(self._conversation_id(session))
+        except NotFound:
+            return False
+
+    def _conversation_id(self, session: str) -> int:
+        with self._lock:
+            return conversation(self._store, session).id
+
+    def _scope(self, session: str | None) -> Callable[[int], bool]:
+        if session is None:
+            return lambda _conversation_id: True
+        try:
+            wanted = self._conversation_id(session)
+        except NotFound:
+            return lambda _conversation_id: False
+        return lambda conversation_id: conversation_id == wanted
+
+    def _restore(self, row_id: int) -> dict[str, Any]:
+        """The message with this row id as the client sent it."""
+        with self._lock:
+            store = self._store
+            row = store.one(
+                "SELECT role, name, content, content_shape FROM messages WHERE id = ?", (row_id,)
+            )
+            if row is None:
+                raise NotFound(f"no message row {row_id}")
             parts = [
                 (str(p[0]), str(p[1]), p[2], p[3], p[4])
                 for p in store.execute(
                     "SELECT kind, origin, tool_call_id, block, file_id FROM message_parts "
                     "WHERE message_id = ? ORDER BY ordinal",
-                    (row[0],),
+                    (row_id,),
                 )
             ]
             files_dir = store.files_dir
-            message = restore(
-                str(row[1]),
-                row[2],
+            return restore(
+                str(row[0]),
+                row[1],
+                str(row[2]),
                 str(row[3]),
-                str(row[4]),
                 parts,
                 lambda file_id: read_file(files_dir, file_id),
             )
-            message["id"] = message_id
-            return message
+
+    @contextlib.contextmanager
+    def _locked_store(self) -> Iterator[Store]:
+        with self._lock:
+            yield self._store
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -165,6 +261,7 @@ class Brain:
         with self._lock:
             self._store.close()
             self._store = open_store(self.path, self.config)
+            self._assembler.forget()
 
     def close(self) -> None:
         """Refresh planner statistics, checkpoint and close; safe to call twice."""

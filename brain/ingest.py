@@ -45,6 +45,8 @@ class IngestResult:
     ingested: int
     duplicates: int
     messages: tuple[IngestedMessage, ...]
+    context_tokens: int = 0
+    raw_tokens: int = 0
 
 
 def public_message_id(row_id: int, client_id: str | None) -> str:
@@ -103,13 +105,22 @@ def ingest(
                 IngestedMessage(public_message_id(row_id, msg.client_id), last_seq, False)
             )
         if added:
-            store.execute(
+            totals = store.one(
                 "UPDATE conversations SET updated_at = ?, context_tokens = context_tokens + ?, "
-                "raw_tokens = raw_tokens + ?, context_version = context_version + 1 WHERE id = ?",
+                "raw_tokens = raw_tokens + ?, context_version = context_version + 1 WHERE id = ? "
+                "RETURNING context_tokens, raw_tokens",
                 (stamp, added, added, conversation_id),
             )
+        else:
+            totals = store.one(
+                "SELECT context_tokens, raw_tokens FROM conversations WHERE id = ?",
+                (conversation_id,),
+            )
+    assert totals is not None
     new = sum(1 for o in outcomes if not o.duplicate)
-    return IngestResult(session, new, len(outcomes) - new, tuple(outcomes))
+    return IngestResult(
+        session, new, len(outcomes) - new, tuple(outcomes), int(totals[0]), int(totals[1])
+    )
 
 
 def _check_session(session: str, session_key: str | None) -> None:

@@ -134,13 +134,18 @@ class Store:
             raise StoreBusy("database stayed locked by another process") from exc
 
     def one(self, sql: str, bindings: Any = None) -> tuple[Any, ...] | None:
-        """Return the first row of a query, or None."""
-        row = self.execute(sql, bindings).fetchone()
+        """Return the first row of a statement, or None (the statement is finished either way,
+        so an ``UPDATE ... RETURNING`` never stays pending into a commit)."""
+        cursor = self.execute(sql, bindings)
+        try:
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
         return None if row is None else tuple(row)
 
     def scalar(self, sql: str, bindings: Any = None) -> Any:
         """Return the first column of the first row (None when there is no row)."""
-        row = self.execute(sql, bindings).fetchone()
+        row = self.one(sql, bindings)
         return None if row is None else row[0]
 
     def set_tracer(self, tracer: Tracer | None) -> None:

@@ -1,24 +1,50 @@
 """Token estimates.
 
-A cheap, deterministic estimate used for budgets and thresholds: one token per
-four UTF-8 bytes, rounded up. Four bytes per token matches English prose for
-the common BPE vocabularies; CJK text (three bytes a character) comes out at
-about 0.75 tokens a character, close to what those tokenizers produce. It is an
-estimate by design: the same text always costs the same, with no model files.
+A cheap, deterministic estimate used for budgets and thresholds, with no model
+files: the same text always costs the same.
+
+* ASCII text: one token per four characters, rounded up (English prose in the
+  common BPE vocabularies).
+* Other text: each CJK, Hangul or Kana character counts as one token (those
+  tokenizers give such characters about a token each; counting their three
+  UTF-8 bytes at four a token would undercount them by a quarter), and the
+  rest counts as its UTF-8 bytes over four (accented Latin, Cyrillic, emoji).
 """
 
 from __future__ import annotations
+
+import re
+from typing import Final
+
+# CJK radicals to CJK unified ideographs (which takes in Hiragana and Katakana,
+# U+3040-U+30FF), Hangul syllables, CJK compatibility ideographs, and
+# half/full-width forms. One C-level regex pass counts them: never a Python
+# loop per character on the hot path.
+_CJK: Final = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 
 
 def estimate_tokens(text: str) -> int:
     """Return the estimated token count of ``text`` (0 for the empty string)."""
     if text.isascii():
         return (len(text) + 3) // 4
-    return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
+    rest, cjk = _CJK.subn("", text)
+    # surrogatepass: a lone surrogate (possible in a str, never in valid
+    # UTF-8) must still cost something rather than raise.
+    return cjk + (len(rest.encode("utf-8", "surrogatepass")) + 3) // 4
 
 
 MESSAGE_OVERHEAD = 4
 """Tokens a chat API spends per message on role and framing, beyond its content."""
+
+BLOCK_OVERHEAD: Final = 3
+"""Tokens each extra content block of a message costs: its type tag, ids, and in
+OpenAI shape the separate ``tool`` message a tool result becomes."""
+
+IMAGE_TOKENS: Final = 1_600
+"""What an image is estimated to cost. Providers bill images by pixels, not by
+the size of their encoding (Anthropic about 1,600 tokens for an image at its
+default maximum size, OpenAI up to ~1,100), so a flat upper figure keeps
+budgets honest without decoding the image."""
 
 
 def message_cost(content_tokens: int) -> int:

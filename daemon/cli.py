@@ -53,9 +53,9 @@ def _serve(config: DaemonConfig, args: argparse.Namespace) -> int:
 
 def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     """Run one request in-process through the same dispatcher the daemon uses."""
-    from brain import Brain
     from daemon.context import Context
     from daemon.dispatch import Answer, Dispatcher
+    from daemon.runner import open_brain
     from protocol.framing import encode_frame
 
     raw = sys.stdin.buffer.read() if args.params == "-" else (args.params or "{}").encode()
@@ -67,7 +67,7 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     line = encode_frame({"id": 1, "method": args.method, "params": params})
 
     async def once() -> bytes | None:
-        brain = await anyio.to_thread.run_sync(Brain, config.db, config.brain)
+        brain = await anyio.to_thread.run_sync(open_brain, config)
         try:
             dispatcher = Dispatcher(Context(brain))
             item = dispatcher.prepare(line)

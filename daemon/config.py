@@ -32,6 +32,10 @@ class DaemonConfig:
     shutdown_timeout_s: float = 30.0
     log_level: str = "info"
     log_format: LogFormat = "console"
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)
+    llm_timeout_s: float = 60.0
     brain: BrainConfig = field(default_factory=BrainConfig)
 
 
@@ -43,7 +47,8 @@ class Option:
     env: str
     parse: Callable[[str], Any]
     help: str
-    target: Literal["daemon", "brain"] = "daemon"
+    target: Literal["daemon", "brain", "compaction"] = "daemon"
+    attr: str | None = None  # the config attribute, when it differs from ``key``
 
 
 def _positive_int(text: str) -> int:
@@ -58,6 +63,21 @@ def _positive_float(text: str) -> float:
     if not value > 0:
         raise ValueError(f"must be a positive number, got {text!r}")
     return value
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"must be true or false, got {text!r}")
+
+
+def _text(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
 
 
 def _choice(*choices: str) -> Callable[[str], str]:
@@ -105,6 +125,45 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "SQLite synchronous",
         "brain",
     ),
+    Option(
+        "auto_compact",
+        "BRAIN_AUTO_COMPACT",
+        _bool,
+        "compact in the background",
+        "compaction",
+        "auto",
+    ),
+    Option(
+        "fresh_tail_count",
+        "BRAIN_FRESH_TAIL_COUNT",
+        _positive_int,
+        "newest messages always kept raw",
+        "compaction",
+    ),
+    Option(
+        "leaf_chunk_tokens",
+        "BRAIN_LEAF_CHUNK_TOKENS",
+        _positive_int,
+        "raw tokens one leaf summary covers",
+        "compaction",
+    ),
+    Option(
+        "compaction_threshold_tokens",
+        "BRAIN_COMPACTION_THRESHOLD_TOKENS",
+        _positive_int,
+        "raw tokens outside the tail that start compaction",
+        "compaction",
+        "threshold_tokens",
+    ),
+    Option(
+        "llm_base_url",
+        "BRAIN_LLM_BASE_URL",
+        _text,
+        "OpenAI-compatible API for summaries, e.g. http://127.0.0.1:11434/v1",
+    ),
+    Option("llm_model", "BRAIN_LLM_MODEL", _text, "model name for summaries"),
+    Option("llm_api_key", "BRAIN_LLM_API_KEY", _text, "API key (prefer the environment)"),
+    Option("llm_timeout_s", "BRAIN_LLM_TIMEOUT_S", _positive_float, "per-call LLM timeout"),
 )
 OPTION_BY_KEY: Final = {o.key: o for o in OPTIONS}
 
@@ -148,11 +207,16 @@ def load_config(
     for key, raw in flags.items():
         if raw is not None:
             values[key] = _parse(OPTION_BY_KEY[key], raw, f"--{key.replace('_', '-')}")
-    brain_values = {
-        o.key: values.pop(o.key) for o in OPTIONS if o.target == "brain" and o.key in values
-    }
+    nested: dict[str, dict[str, Any]] = {"brain": {}, "compaction": {}}
+    for o in OPTIONS:
+        if o.target != "daemon" and o.key in values:
+            nested[o.target][o.attr or o.key] = values.pop(o.key)
     db = values.pop("db", None) or default_db_path(env)
-    return replace(DaemonConfig(db=db), **values, brain=replace(BrainConfig(), **brain_values))
+    defaults = BrainConfig()
+    brain = replace(
+        defaults, **nested["brain"], compaction=replace(defaults.compaction, **nested["compaction"])
+    )
+    return replace(DaemonConfig(db=db), **values, brain=brain)
 
 
 def _parse(option: Option, raw: str, where: str) -> Any:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import anyio
 
 from brain import Brain
+from daemon.compactions import Compactions
 
 T = TypeVar("T")
 
@@ -19,6 +20,7 @@ class Context:
 
     def __init__(self, brain: Brain, *, db_threads: int = 4) -> None:
         self.brain = brain
+        self.compactions = Compactions(brain)
         # The engine serialises database access itself; the limiter only bounds
         # how many worker threads may wait on it at once.
         self.db_limiter = anyio.CapacityLimiter(db_threads)

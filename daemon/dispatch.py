@@ -35,6 +35,11 @@ class Call:
     params: Any
     lane: str | None
 
+    @property
+    def holds_lane(self) -> bool:
+        """Whether later requests on the lane wait for this one."""
+        return self.handler.holds_lane
+
 
 @dataclass(frozen=True, slots=True)
 class Answer:

@@ -15,27 +15,44 @@ from dataclasses import dataclass
 from typing import Any
 
 from brain import MessageIn
+from brain.assemble import AssembleOptions
+from brain.compaction import CompactionReport
 from daemon.context import Context
-from protocol.methods import IngestParams, Message, NoParams
+from protocol.methods import (
+    AssembleParams,
+    CompactParams,
+    IngestParams,
+    LookupParams,
+    Message,
+    NoParams,
+)
 
 HandlerFn = Callable[[Context, Any], Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True)
 class Handler:
-    """A method's implementation, its ordering lane and whether it writes."""
+    """A method's implementation, its ordering lane and whether it writes.
+
+    A request on a lane waits for the requests before it on that lane. With
+    ``holds_lane`` (the default) later requests on the lane also wait for it;
+    without, it only waits (long work such as ``compact`` must not hold up the
+    session's next ``assemble``).
+    """
 
     run: HandlerFn
     lane: Callable[[Any], str | None]
     mutates: bool = False
+    holds_lane: bool = True
 
 
 def _no_lane(_params: Any) -> str | None:
     return None
 
 
-def _session_lane(params: IngestParams) -> str | None:
-    return f"session:{params.session}"
+def _session_lane(params: Any) -> str | None:
+    session = getattr(params, "session", None)
+    return None if session is None else f"session:{session}"
 
 
 async def ping(ctx: Context, params: NoParams) -> dict[str, Any]:
@@ -58,13 +75,71 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
         field="message" if params.single else "messages",
         batch=not params.single,
     )
+    compaction = ctx.brain.config.compaction
+    if compaction.auto and result.raw_tokens > compaction.threshold_tokens:
+        ctx.compactions.request(params.session)
     return {
         "session": result.session,
         "ingested": result.ingested,
         "duplicates": result.duplicates,
+        "context_tokens": result.context_tokens,
         "ids": [m.id for m in result.messages],
         # Built by hand: dataclasses.asdict deep-copies and cost ~1.7 ms per 500.
         "messages": [{"id": m.id, "seq": m.seq, "duplicate": m.duplicate} for m in result.messages],
+    }
+
+
+async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
+    """The model-ready context for a session under a token budget."""
+    options = AssembleOptions(
+        budget=params.budget,
+        format="anthropic" if params.format == "anthropic" else "openai",
+        fresh_tail_count=params.fresh_tail,
+        stubs=params.stubs,
+        stub_tokens=params.stub_tokens,
+    )
+    result = await ctx.db(ctx.brain.assemble, params.session, options)
+    out = dataclasses.asdict(result)
+    if params.format != "anthropic":
+        out.pop("system")
+    return out
+
+
+async def compact(ctx: Context, params: CompactParams) -> dict[str, Any]:
+    """A full sweep (or sweeps down to a target) now, in a worker thread."""
+    report = await ctx.compactions.run(
+        ctx.brain.compact, params.session, target_tokens=params.target_tokens
+    )
+    return _report(report)
+
+
+async def describe(ctx: Context, params: LookupParams) -> dict[str, Any]:
+    """What a summary, payload file or message id holds."""
+    return await ctx.db(
+        ctx.brain.describe,
+        params.id,
+        session=params.session,
+        max_tokens=params.max_tokens,
+        lines=params.lines,
+    )
+
+
+async def expand(ctx: Context, params: LookupParams) -> dict[str, Any]:
+    """A summary walked down to child summaries and source messages."""
+    return await ctx.db(
+        ctx.brain.expand, params.id, session=params.session, max_tokens=params.max_tokens
+    )
+
+
+def _report(report: CompactionReport) -> dict[str, Any]:
+    return {
+        "leaf_passes": report.leaf_passes,
+        "condensed_passes": report.condensed_passes,
+        "summaries": report.summaries,
+        "tokens_before": report.tokens_before,
+        "tokens_after": report.tokens_after,
+        "summarize_ms": round(report.summarize_ms, 3),
+        "took_ms": round(report.took_ms, 3),
     }
 
 
@@ -103,6 +178,10 @@ HANDLERS: dict[str, Handler] = {
     "ping": Handler(ping, _no_lane),
     "info": Handler(info, _no_lane),
     "ingest": Handler(ingest, _session_lane, mutates=True),
+    "assemble": Handler(assemble, _session_lane),
+    "compact": Handler(compact, _session_lane, mutates=True, holds_lane=False),
+    "describe": Handler(describe, _session_lane, holds_lane=False),
+    "expand": Handler(expand, _session_lane, holds_lane=False),
     "save": Handler(save, _no_lane),
     "reload": Handler(reload, _no_lane),
     "shutdown": Handler(shutdown, _no_lane),

@@ -56,9 +56,27 @@ class AutoSaver:
             log.debug("auto-saved", writes=writes, wal_frames=result.wal_frames)
 
 
+def open_brain(config: DaemonConfig) -> Brain:
+    """The engine for a config: the LLM summarizer when one is configured, else extractive."""
+    summarizer = None
+    if config.llm_base_url and config.llm_model:
+        from brain.llm import ChatClient, LLMConfig, LLMSummarizer
+
+        client = ChatClient(
+            LLMConfig(
+                base_url=config.llm_base_url,
+                model=config.llm_model,
+                api_key=config.llm_api_key,
+                timeout_s=config.llm_timeout_s,
+            )
+        )
+        summarizer = LLMSummarizer(client, config.llm_model)
+    return Brain(config.db, config.brain, summarizer=summarizer)
+
+
 async def run(config: DaemonConfig, source: ByteSource, sink: FrameSink) -> int:
     """Serve one database until EOF, ``shutdown`` or SIGTERM/SIGINT; return the exit code."""
-    brain = await anyio.to_thread.run_sync(Brain, config.db, config.brain)
+    brain = await anyio.to_thread.run_sync(open_brain, config)
     log.info("serving", db=str(brain.path), pid=os.getpid())
     context = Context(brain)
     server = Server(
@@ -74,7 +92,9 @@ async def run(config: DaemonConfig, source: ByteSource, sink: FrameSink) -> int:
             if threading.current_thread() is threading.main_thread():
                 tg.start_soon(_watch_signals, server)
             tg.start_soon(saver.run)
+            context.compactions.attach(tg)
             await server.serve(source)
+            brain.stop_compactions()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(config.shutdown_timeout_s):

@@ -169,7 +169,7 @@ class Server:
         lane = item.lane
         previous = self._lanes.get(lane) if lane is not None else None
         mine = anyio.Event()
-        if lane is not None:
+        if lane is not None and item.holds_lane:
             self._lanes[lane] = mine
         self._inflight += 1
         if self._idle.is_set():

@@ -125,6 +125,98 @@ class IngestParams:
         return cls(session, messages, session_key, single=batch is None)
 
 
+FORMATS: Final = ("openai", "anthropic")
+MAX_BUDGET: Final = 10_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class AssembleParams:
+    """``assemble``: ``{"session", "budget", "format"?, "fresh_tail"?, "stubs"?, ...}``.
+
+    ``stub_tokens``: with ``stubs``, tool results beyond the fresh tail larger
+    than this are shown as one-line stubs (recoverable with ``describe``).
+    """
+
+    session: str
+    budget: int
+    format: str = "openai"
+    fresh_tail: int | None = None
+    stubs: bool = False
+    stub_tokens: int = 1_000
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        session = f.required_str("session")
+        budget = f.optional_int("budget", default=-1, minimum=1, maximum=MAX_BUDGET)
+        if budget == -1:
+            raise InvalidParams("params.budget: required")
+        fmt = f.optional_str("format") or "openai"
+        if fmt not in FORMATS:
+            raise InvalidParams(f"params.format: must be one of {', '.join(FORMATS)}")
+        fresh_tail = f.optional_int("fresh_tail", default=0, minimum=1, maximum=100_000) or None
+        stubs = f.optional_bool("stubs", default=False)
+        stub_tokens = f.optional_int("stub_tokens", default=1_000, minimum=1, maximum=MAX_BUDGET)
+        f.done()
+        return cls(session, budget, fmt, fresh_tail, stubs, stub_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactParams:
+    """``compact``: ``{"session", "target_tokens"?}`` (a full sweep, or sweeps down to a target)."""
+
+    session: str
+    target_tokens: int | None = None
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        session = f.required_str("session")
+        target = f.optional_int("target_tokens", default=-1, minimum=0, maximum=MAX_BUDGET)
+        f.done()
+        return cls(session, None if target == -1 else target)
+
+
+@dataclass(frozen=True, slots=True)
+class LookupParams:
+    """``describe`` / ``expand``: ``{"id", "session" | "all": true, "max_tokens"?, "lines"?}``.
+
+    Reads are scoped: give the session the id belongs to, or ``all: true``.
+    ``lines`` ([first, last], 1-based) applies to payload files in ``describe``.
+    """
+
+    id: str
+    session: str | None
+    max_tokens: int = 4_000
+    lines: tuple[int, int] | None = None
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        target = f.required_str("id", max_len=MAX_ID_LEN)
+        session = f.optional_str("session")
+        everything = f.optional_bool("all", default=False)
+        if session is None and not everything:
+            raise InvalidParams("params.session: required unless all is true")
+        if session is not None and everything:
+            raise InvalidParams("params.all: give either session or all, not both")
+        max_tokens = f.optional_int("max_tokens", default=4_000, minimum=1, maximum=MAX_BUDGET)
+        raw_lines = f.optional_list("lines", max_items=2)
+        lines: tuple[int, int] | None = None
+        if raw_lines is not None:
+            if (
+                len(raw_lines) != 2
+                or not all(
+                    isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in raw_lines
+                )
+                or raw_lines[0] > raw_lines[1]
+            ):
+                raise InvalidParams("params.lines: must be [first, last] with 1 <= first <= last")
+            lines = (raw_lines[0], raw_lines[1])
+        f.done()
+        return cls(target, session, max_tokens, lines)
+
+
 @dataclass(frozen=True, slots=True)
 class MethodSpec:
     """A method's params type and a one-line description for the reference."""
@@ -137,6 +229,10 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "ping": MethodSpec(NoParams, "liveness check, answered on the event loop"),
     "info": MethodSpec(NoParams, "version, schema version and counts"),
     "ingest": MethodSpec(IngestParams, "append messages to a session, idempotently"),
+    "assemble": MethodSpec(AssembleParams, "model-ready context for a session under a budget"),
+    "compact": MethodSpec(CompactParams, "fold a session's history into summaries now"),
+    "describe": MethodSpec(LookupParams, "what a summary, payload file or message id holds"),
+    "expand": MethodSpec(LookupParams, "walk a summary down to its sources under a cap"),
     "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
     "reload": MethodSpec(NoParams, "reopen the database and rebuild hot state"),
     "shutdown": MethodSpec(NoParams, "finish in-flight requests, flush, exit 0"),

@@ -1,0 +1,307 @@
+"""Assemble: the model-ready message list for a session under a token budget.
+
+Order is the context list's order: summaries (as XML-wrapped user messages)
+and raw messages, oldest first. The fresh tail is always included whole.
+The rest of the budget goes first to summaries, newest first (they are small
+and stand for everything older), then to the raw messages before the tail,
+newest first; each stops at the first item that does not fit. Tool calls and
+results are then paired (``render.pair_tools``) and the result rendered in
+OpenAI or Anthropic shape.
+
+Costs are the items' stored token counts (one estimator everywhere): the
+reported ``tokens`` minus the tail never exceeds the budget.
+
+A per-conversation view (items and rendered turns) is cached in memory and
+revalidated by the conversation's ``context_version`` on every call, so a
+commit by any process is seen; appends since the last call are fetched
+incrementally.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal
+
+import orjson
+
+from brain.config import CompactionConfig
+from brain.context import Conversation, Item, conversation, items, mark_flushed, tail_start
+from brain.dag import Summary, load_summaries, summary_xml
+from brain.messages import StoredMessage, load_messages
+from brain.render import (
+    PairingReport,
+    Turn,
+    pair_tools,
+    render_anthropic,
+    render_openai,
+    stub_text,
+    summary_turn,
+    turn_from_message,
+    turn_tokens,
+)
+from brain.store import Store
+from brain.tokens import estimate_tokens, message_cost
+
+Format = Literal["openai", "anthropic"]
+_VIEW_LIMIT: Final = 64  # conversations whose views stay cached
+
+
+@dataclass(frozen=True, slots=True)
+class AssembleOptions:
+    """How to assemble: budget in tokens, output shape, tail size, stub tier."""
+
+    budget: int
+    format: Format = "openai"
+    fresh_tail_count: int | None = None
+    stubs: bool = False
+    stub_tokens: int = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Assembled:
+    """An assembled context and an account of what went into it."""
+
+    messages: list[dict[str, Any]]
+    system: str | None
+    tokens: int
+    budget: int
+    over_budget: bool
+    fresh_tail: dict[str, int]
+    included: dict[str, int]
+    dropped: dict[str, int]
+    pairing: dict[str, int]
+    stubbed: int
+    context_tokens: int
+    flush_recommended: bool
+
+
+@dataclass
+class _Entry:
+    """A cached rendering of one context item."""
+
+    turn: Turn
+    stub: Turn | None = None  # a stub stand-in for a large tool result
+    stub_cost: int = 0
+
+
+@dataclass
+class _View:
+    version: int
+    epoch: int
+    items: list[Item]
+    positions: list[int]
+    entries: dict[tuple[str, int], _Entry] = field(default_factory=dict)
+
+
+class Assembler:
+    """Assembles contexts for one engine; holds the per-conversation cache.
+
+    Not thread-safe by itself: the engine calls it under its lock.
+    """
+
+    def __init__(self, config: CompactionConfig) -> None:
+        self.config = config
+        self._views: dict[int, _View] = {}
+
+    def assemble(self, store: Store, session: str, options: AssembleOptions) -> Assembled:
+        """Build the context for ``session`` (``NotFound`` for an unknown session)."""
+        conv = conversation(store, session)
+        view = self._view(store, conv)
+        tail_count = options.fresh_tail_count or self.config.fresh_tail_count
+        start = tail_start(store, conv, tail_count)
+        cut = bisect.bisect_left(view.positions, start)
+        prefix, tail = view.items[:cut], view.items[cut:]
+        self._ensure_entries(store, view, view.items)
+
+        tail_cost = sum(i.token_count for i in tail)
+        room = options.budget - tail_cost
+        picked: dict[int, bool] = {}  # pos -> shown as a stub
+        # Summaries before raw history: they are compact and cover everything
+        # older, so they are the last thing to give up. Each kind is taken
+        # newest first, stopping at the first item that does not fit.
+        for want_summaries in (True, False):
+            for item in reversed(prefix):
+                if item.is_message == want_summaries:
+                    continue
+                entry = view.entries[_key(item)]
+                stubbed = (
+                    options.stubs
+                    and entry.stub is not None
+                    and item.token_count > options.stub_tokens
+                    and entry.stub_cost < item.token_count
+                )
+                cost = entry.stub_cost if stubbed else item.token_count
+                if cost > room:
+                    break
+                picked[item.pos] = stubbed
+                room -= cost
+        chosen = [(i, picked[i.pos]) for i in prefix if i.pos in picked]
+        chosen += [(i, False) for i in tail]
+
+        turns: list[Turn] = []
+        cost_of: dict[int, int] = {}
+        for item, stubbed in chosen:
+            entry = view.entries[_key(item)]
+            turn = entry.stub if stubbed and entry.stub is not None else entry.turn
+            turns.append(turn)
+            cost_of[id(turn)] = entry.stub_cost if stubbed else item.token_count
+        elsewhere = _answered_elsewhere(store, conv.id, turns)
+        paired, report = pair_tools(turns, answered_elsewhere=elsewhere)
+        tokens = sum(cost_of.get(id(t), turn_tokens(t)) for t in paired)
+
+        system: str | None = None
+        if options.format == "anthropic":
+            system, messages = render_anthropic(paired)
+        else:
+            messages = render_openai(paired)
+
+        summaries_in = sum(1 for i, _ in chosen if not i.is_message)
+        summaries_all = sum(1 for i in view.items if not i.is_message)
+        flush = self._flush_due(store, conv, tail)
+        return Assembled(
+            messages=messages,
+            system=system,
+            tokens=tokens,
+            budget=options.budget,
+            over_budget=tail_cost > options.budget,
+            fresh_tail={"count": len(tail), "tokens": tail_cost, "first_seq": start},
+            included={"summaries": summaries_in, "messages": len(chosen) - summaries_in},
+            dropped={
+                "summaries": summaries_all - summaries_in,
+                "messages": len(view.items) - len(chosen) - (summaries_all - summaries_in),
+            },
+            pairing=_pairing(report),
+            stubbed=sum(1 for _, s in chosen if s),
+            context_tokens=conv.context_tokens,
+            flush_recommended=flush,
+        )
+
+    def forget(self, conversation_id: int | None = None) -> None:
+        """Drop cached views (one conversation, or all)."""
+        if conversation_id is None:
+            self._views.clear()
+        else:
+            self._views.pop(conversation_id, None)
+
+    # -- cache ----------------------------------------------------------------
+
+    def _view(self, store: Store, conv: Conversation) -> _View:
+        view = self._views.get(conv.id)
+        if view is not None and view.version == conv.context_version:
+            return view
+        if view is not None and view.epoch == conv.compaction_epoch and view.items:
+            # Only appends since the view was built: fetch the new items.
+            new = items(store, conv.id, after_pos=view.items[-1].pos)
+            view.items += new
+            view.positions += [i.pos for i in new]
+            view.version = conv.context_version
+            return view
+        loaded = items(store, conv.id)
+        old = view.entries if view is not None else {}
+        view = _View(
+            conv.context_version,
+            conv.compaction_epoch,
+            loaded,
+            [i.pos for i in loaded],
+            {k: v for k, v in old.items() if k[0] == "m"},  # messages never change
+        )
+        if len(self._views) >= _VIEW_LIMIT:
+            self._views.pop(next(iter(self._views)))
+        self._views[conv.id] = view
+        return view
+
+    def _ensure_entries(self, store: Store, view: _View, wanted: Sequence[Item]) -> None:
+        missing_m = [
+            i.message_id for i in wanted if i.message_id and ("m", i.message_id) not in view.entries
+        ]
+        missing_s = [
+            i.summary_id for i in wanted if i.summary_id and ("s", i.summary_id) not in view.entries
+        ]
+        if missing_m:
+            for msg in load_messages(store, missing_m):
+                view.entries[("m", msg.row_id)] = self._message_entry(msg)
+        if missing_s:
+            found = load_summaries(store, missing_s)
+            kids = _child_ids(store, missing_s)
+            for row_id, summary in found.items():
+                view.entries[("s", row_id)] = _summary_entry(summary, kids.get(row_id, ()))
+
+    def _message_entry(self, msg: StoredMessage) -> _Entry:
+        turn = turn_from_message(msg)
+        entry = _Entry(turn)
+        results = [b for b in turn.blocks if b.type == "tool_result"]
+        if len(results) == 1 and len(turn.blocks) == 1:
+            # A lone tool result can stand in as a stub; describe(msg id) recovers it.
+            stub = stub_text(msg.id, results[0].name, len(results[0].text.encode()), None)
+            entry.stub = Turn(turn.role, (replace(results[0], text=stub),), turn.source, turn.seq)
+            entry.stub_cost = message_cost(estimate_tokens(stub))
+        return entry
+
+    def _flush_due(self, store: Store, conv: Conversation, tail: list[Item]) -> bool:
+        """True once per compaction epoch when raw history nears the compaction threshold."""
+        if conv.flush_epoch == conv.compaction_epoch:
+            return False
+        raw_tail = sum(i.token_count for i in tail if i.is_message)
+        outside = conv.raw_tokens - raw_tail
+        if outside < self.config.threshold_tokens - self.config.flush_soft_tokens:
+            return False
+        with store.transaction():
+            mark_flushed(store, conv.id, conv.compaction_epoch)
+        return True
+
+
+def _key(item: Item) -> tuple[str, int]:
+    return ("m", item.message_id) if item.message_id else ("s", int(item.summary_id or 0))
+
+
+def _summary_entry(summary: Summary, child_ids: Sequence[str]) -> _Entry:
+    return _Entry(summary_turn(summary.id, summary_xml(summary, child_ids), summary.first_seq))
+
+
+def _child_ids(store: Store, row_ids: list[int]) -> dict[int, tuple[str, ...]]:
+    found: dict[int, list[str]] = {}
+    for parent, child in store.execute(
+        "SELECT ss.summary_id, s.summary_id FROM summary_sources ss "
+        "JOIN summaries s ON s.id = ss.child_id "
+        "WHERE ss.summary_id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY ss.summary_id, ss.ordinal",
+        (orjson.dumps(row_ids).decode(),),
+    ):
+        found.setdefault(int(parent), []).append(str(child))
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def _answered_elsewhere(store: Store, conversation_id: int, turns: list[Turn]) -> frozenset[str]:
+    """Ids of calls in ``turns`` answered by a result that is not in ``turns``."""
+    calls: set[str] = set()
+    results: set[str] = set()
+    for turn in turns:
+        for block in turn.blocks:
+            if block.call_id is None:
+                continue
+            if block.type == "tool_call":
+                calls.add(block.call_id)
+            elif block.type == "tool_result":
+                results.add(block.call_id)
+    open_calls = sorted(calls - results)
+    if not open_calls:
+        return frozenset()
+    rows = store.execute(
+        "SELECT DISTINCT p.tool_call_id FROM message_parts p "
+        "JOIN messages m ON m.id = p.message_id "
+        "WHERE p.tool_call_id IN (SELECT value FROM json_each(?)) AND p.kind = 'tool_result' "
+        "AND m.conversation_id = ?",
+        (orjson.dumps(open_calls).decode(), conversation_id),
+    )
+    return frozenset(str(r[0]) for r in rows)
+
+
+def _pairing(report: PairingReport) -> dict[str, int]:
+    return {
+        "moved": report.moved,
+        "dropped_results": report.dropped_results,
+        "dropped_calls": report.dropped_calls,
+        "synthesized": report.synthesized,
+    }

@@ -1,0 +1,200 @@
+"""The context list: which messages and summaries a conversation's model sees, in order.
+
+Rows of ``context_items`` are keyed by the first message seq they cover. Every
+message is covered by exactly one item: itself while raw, or the summary
+whose range contains it. Compaction replaces a contiguous run of items by one
+summary item at the run's first position; no other row moves.
+
+The *fresh tail* is the protected end of the list: the newest
+``fresh_tail_count`` messages, stretched back to the newest user message and
+to the call of any tool result inside it, and never into a summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from brain.errors import NotFound
+from brain.store import Store
+
+_TAIL_PAIRING_ROUNDS: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """The counters a conversation carries (read in one query)."""
+
+    id: int
+    session: str
+    session_key: str | None
+    context_tokens: int
+    raw_tokens: int
+    context_version: int
+    compaction_epoch: int
+    flush_epoch: int
+    max_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One context item: a raw message (``message_id``) or a summary (``summary_id``)."""
+
+    pos: int
+    message_id: int | None
+    summary_id: int | None
+    depth: int | None
+    token_count: int
+
+    @property
+    def is_message(self) -> bool:
+        """True for a raw message item."""
+        return self.message_id is not None
+
+
+def conversation(store: Store, session: str) -> Conversation:
+    """The conversation of a session; ``NotFound`` if it has none."""
+    row = store.one(
+        "SELECT c.id, c.session_id, c.session_key, c.context_tokens, c.raw_tokens, "
+        "c.context_version, c.compaction_epoch, c.flush_epoch, "
+        "(SELECT coalesce(max(seq), 0) FROM messages m WHERE m.conversation_id = c.id) "
+        "FROM conversations c WHERE c.session_id = ?",
+        (session,),
+    )
+    if row is None:
+        raise NotFound(f"no session {session!r}", session=session)
+    return Conversation(*row)
+
+
+def conversation_by_id(store: Store, conversation_id: int) -> Conversation:
+    """The conversation with this row id."""
+    row = store.one("SELECT session_id FROM conversations WHERE id = ?", (conversation_id,))
+    if row is None:
+        raise NotFound(f"no conversation {conversation_id}")
+    return conversation(store, str(row[0]))
+
+
+def items(store: Store, conversation_id: int, after_pos: int = 0) -> list[Item]:
+    """The context items with ``pos > after_pos``, in order."""
+    return [
+        Item(*row)
+        for row in store.execute(
+            "SELECT pos, message_id, summary_id, depth, token_count FROM context_items "
+            "WHERE conversation_id = ? AND pos > ? ORDER BY pos",
+            (conversation_id, after_pos),
+        )
+    ]
+
+
+def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
+    """The first message seq of the protected fresh tail (``max_seq + 1`` when empty).
+
+    The newest ``fresh_tail_count`` messages, stretched back so that the newest
+    user message and the calls of every tool result in the tail are in it, and
+    then moved forward past any summary (the tail holds raw messages only).
+    """
+    if conv.max_seq == 0:
+        return 1
+    start = max(1, conv.max_seq - max(fresh_tail_count, 1) + 1)
+    newest_user = store.scalar(
+        "SELECT seq FROM messages WHERE conversation_id = ? AND role = 'user' "
+        "ORDER BY seq DESC LIMIT 1",
+        (conv.id,),
+    )
+    if newest_user is not None:
+        start = min(start, int(newest_user))
+    for _ in range(_TAIL_PAIRING_ROUNDS):
+        earliest_call = _earliest_call_of_results(store, conv.id, start)
+        if earliest_call is None or earliest_call >= start:
+            break
+        start = earliest_call
+    # The item holding ``start`` (the last one at or before it): if it is a
+    # summary, the tail begins after the summary's range.
+    holder = store.one(
+        "SELECT summary_id FROM context_items WHERE conversation_id = ? AND pos <= ? "
+        "ORDER BY pos DESC LIMIT 1",
+        (conv.id, start),
+    )
+    if holder is not None and holder[0] is not None:
+        last = int(store.scalar("SELECT last_seq FROM summaries WHERE id = ?", (holder[0],)))
+        if last >= start:
+            start = last + 1
+    return start
+
+
+def _earliest_call_of_results(store: Store, conversation_id: int, from_seq: int) -> int | None:
+    """Seq of the earliest message holding a call answered by a result at ``seq >= from_seq``."""
+    # CROSS JOIN fixes the loop order (SQLite plans it left to right): start from
+    # the few tail messages, not from every message of the conversation.
+    value = store.scalar(
+        "SELECT min(cm.seq) FROM messages rm "
+        "CROSS JOIN message_parts rp ON rp.message_id = rm.id "
+        "CROSS JOIN message_parts cp ON cp.tool_call_id = rp.tool_call_id "
+        "CROSS JOIN messages cm ON cm.id = cp.message_id "
+        "WHERE rm.conversation_id = ? AND rm.seq >= ? AND rp.kind = 'tool_result' "
+        "AND rp.tool_call_id IS NOT NULL AND cp.kind = 'tool_call' AND cm.conversation_id = ?",
+        (conversation_id, from_seq, conversation_id),
+    )
+    return None if value is None else int(value)
+
+
+def tail_tokens(store: Store, conversation_id: int, start: int) -> int:
+    """Tokens of the context items at or after ``start``."""
+    return int(
+        store.scalar(
+            "SELECT coalesce(sum(token_count), 0) FROM context_items "
+            "WHERE conversation_id = ? AND pos >= ?",
+            (conversation_id, start),
+        )
+    )
+
+
+def replace_run(
+    store: Store,
+    conv_id: int,
+    first_pos: int,
+    last_pos: int,
+    expected: list[Item],
+    summary_row_id: int,
+    depth: int,
+    token_count: int,
+) -> bool:
+    """Replace the items in ``[first_pos, last_pos]`` by one summary item, if unchanged.
+
+    Must run inside a transaction. Returns False (and changes nothing) when
+    the items there are no longer exactly ``expected`` (someone else compacted).
+    Keeps the conversation's running totals and versions in step.
+    """
+    current = [
+        Item(*row)
+        for row in store.execute(
+            "SELECT pos, message_id, summary_id, depth, token_count FROM context_items "
+            "WHERE conversation_id = ? AND pos BETWEEN ? AND ? ORDER BY pos",
+            (conv_id, first_pos, last_pos),
+        )
+    ]
+    if current != expected:
+        return False
+    old_tokens = sum(i.token_count for i in current)
+    old_raw = sum(i.token_count for i in current if i.is_message)
+    store.execute(
+        "DELETE FROM context_items WHERE conversation_id = ? AND pos BETWEEN ? AND ?",
+        (conv_id, first_pos, last_pos),
+    )
+    store.execute(
+        "INSERT INTO context_items (conversation_id, pos, summary_id, depth, token_count) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (conv_id, first_pos, summary_row_id, depth, token_count),
+    )
+    store.execute(
+        "UPDATE conversations SET context_tokens = context_tokens + ?, "
+        "raw_tokens = raw_tokens - ?, context_version = context_version + 1, "
+        "compaction_epoch = compaction_epoch + 1 WHERE id = ?",
+        (token_count - old_tokens, old_raw, conv_id),
+    )
+    return True
+
+
+def mark_flushed(store: Store, conv_id: int, epoch: int) -> None:
+    """Record that a memory flush was recommended in this compaction epoch."""
+    store.execute("UPDATE conversations SET flush_epoch = ? WHERE id = ?", (epoch, conv_id))

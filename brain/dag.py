@@ -1,0 +1,248 @@
+"""The summary DAG: summary rows, their ordered sources, and their XML rendering.
+
+A leaf summary (depth 0) covers a contiguous run of messages; a condensed
+summary (depth d + 1) covers a contiguous run of depth-d summaries. Sources are
+kept in order in ``summary_sources``, so any summary expands back down to the
+exact messages it came from.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import orjson
+
+from brain.errors import NotFound
+from brain.store import Store
+from brain.tokens import estimate_tokens, message_cost
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A stored summary and its metadata."""
+
+    row_id: int
+    id: str
+    conversation_id: int
+    kind: Literal["leaf", "condensed"]
+    depth: int
+    content: str
+    token_count: int
+    first_seq: int
+    last_seq: int
+    earliest_at: str
+    latest_at: str
+    descendant_count: int
+    descendant_tokens: int
+    message_count: int
+    file_ids: tuple[str, ...]
+    summarizer: str
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewSummary:
+    """What compaction computed for a summary it is about to store."""
+
+    conversation_id: int
+    kind: Literal["leaf", "condensed"]
+    depth: int
+    content: str
+    first_seq: int
+    last_seq: int
+    earliest_at: str
+    latest_at: str
+    descendant_count: int
+    descendant_tokens: int
+    message_count: int
+    file_ids: tuple[str, ...]
+    summarizer: str
+    source_message_ids: tuple[int, ...] = ()
+    source_summary_ids: tuple[int, ...] = ()
+
+
+_COLUMNS = (
+    "id, summary_id, conversation_id, kind, depth, content, token_count, first_seq, last_seq, "
+    "earliest_at, latest_at, descendant_count, descendant_tokens, message_count, file_ids, "
+    "summarizer, created_at"
+)
+
+
+def new_summary_id() -> str:
+    """``sum_`` + 16 hex characters."""
+    return "sum_" + secrets.token_hex(8)
+
+
+def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
+    """Store a summary, its FTS row and its ordered sources (inside a transaction)."""
+    summary_id = new_summary_id()
+    token_count = estimate_tokens(new.content)
+    store.execute(
+        "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, "
+        "first_seq, last_seq, earliest_at, latest_at, descendant_count, descendant_tokens, "
+        "message_count, file_ids, summarizer, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            summary_id,
+            new.conversation_id,
+            new.kind,
+            new.depth,
+            new.content,
+            token_count,
+            new.first_seq,
+            new.last_seq,
+            new.earliest_at,
+            new.latest_at,
+            new.descendant_count,
+            new.descendant_tokens,
+            new.message_count,
+            orjson.dumps(list(new.file_ids)).decode(),
+            new.summarizer,
+            created_at,
+        ),
+    )
+    row_id = int(store.conn.last_insert_rowid())
+    store.execute("INSERT INTO summaries_fts (rowid, content) VALUES (?, ?)", (row_id, new.content))
+    sources: list[tuple[int, int, int | None, int | None]] = [
+        (row_id, i, m, None) for i, m in enumerate(new.source_message_ids)
+    ] + [(row_id, i, None, c) for i, c in enumerate(new.source_summary_ids)]
+    store.conn.executemany(
+        "INSERT INTO summary_sources (summary_id, ordinal, message_id, child_id) "
+        "VALUES (?, ?, ?, ?)",
+        sources,
+    )
+    return Summary(
+        row_id,
+        summary_id,
+        new.conversation_id,
+        new.kind,
+        new.depth,
+        new.content,
+        token_count,
+        new.first_seq,
+        new.last_seq,
+        new.earliest_at,
+        new.latest_at,
+        new.descendant_count,
+        new.descendant_tokens,
+        new.message_count,
+        new.file_ids,
+        new.summarizer,
+        created_at,
+    )
+
+
+def load_summaries(store: Store, row_ids: Sequence[int]) -> dict[int, Summary]:
+    """Summaries by row id (missing ids are absent from the result)."""
+    if not row_ids:
+        return {}
+    rows = store.execute(
+        f"SELECT {_COLUMNS} FROM summaries WHERE id IN (SELECT value FROM json_each(?))",  # noqa: S608
+        (orjson.dumps(list(row_ids)).decode(),),
+    )
+    return {int(r[0]): _summary(tuple(r)) for r in rows}
+
+
+def summary_by_id(store: Store, summary_id: str) -> Summary:
+    """The summary with this public id; ``NotFound`` otherwise."""
+    row = store.one(f"SELECT {_COLUMNS} FROM summaries WHERE summary_id = ?", (summary_id,))  # noqa: S608
+    if row is None:
+        raise NotFound(f"no summary {summary_id!r}", id=summary_id)
+    return _summary(row)
+
+
+def children(store: Store, summary: Summary) -> list[Summary]:
+    """A condensed summary's child summaries, in order."""
+    ids = [
+        int(r[0])
+        for r in store.execute(
+            "SELECT child_id FROM summary_sources WHERE summary_id = ? AND child_id IS NOT NULL "
+            "ORDER BY ordinal",
+            (summary.row_id,),
+        )
+    ]
+    found = load_summaries(store, ids)
+    return [found[i] for i in ids if i in found]
+
+
+def source_message_ids(store: Store, summary: Summary) -> list[int]:
+    """A leaf summary's source message row ids, in order."""
+    return [
+        int(r[0])
+        for r in store.execute(
+            "SELECT message_id FROM summary_sources WHERE summary_id = ? "
+            "AND message_id IS NOT NULL ORDER BY ordinal",
+            (summary.row_id,),
+        )
+    ]
+
+
+def parent_of(store: Store, summary: Summary) -> Summary | None:
+    """The condensed summary that took this one in, if any."""
+    row = store.one("SELECT summary_id FROM summary_sources WHERE child_id = ?", (summary.row_id,))
+    if row is None:
+        return None
+    return load_summaries(store, [int(row[0])]).get(int(row[0]))
+
+
+def summary_xml(summary: Summary, child_ids: Sequence[str] = ()) -> str:
+    """The user-message text a summary is shown to the model as."""
+    head = (
+        f'<summary id="{summary.id}" kind="{summary.kind}" depth="{summary.depth}" '
+        f'descendant_count="{summary.descendant_count}" earliest_at="{summary.earliest_at}" '
+        f'latest_at="{summary.latest_at}">'
+    )
+    parents = ""
+    if child_ids:
+        refs = "\n".join(f'<summary_ref id="{c}" />' for c in child_ids)
+        parents = f"\n<parents>\n{refs}\n</parents>"
+    return f"{head}{parents}\n<content>\n{summary.content}\n</content>\n</summary>"
+
+
+def summary_cost(summary: Summary, child_ids: Sequence[str] = ()) -> int:
+    """What a summary costs in an assembled context (its XML as one user message)."""
+    return message_cost(estimate_tokens(summary_xml(summary, child_ids)))
+
+
+def _summary(row: tuple[object, ...]) -> Summary:
+    (
+        row_id,
+        sid,
+        conv,
+        kind,
+        depth,
+        content,
+        tokens,
+        first,
+        last,
+        earliest,
+        latest,
+        desc_count,
+        desc_tokens,
+        msg_count,
+        file_ids,
+        summarizer,
+        created,
+    ) = row
+    return Summary(
+        int(str(row_id)),
+        str(sid),
+        int(str(conv)),
+        "leaf" if kind == "leaf" else "condensed",
+        int(str(depth)),
+        str(content),
+        int(str(tokens)),
+        int(str(first)),
+        int(str(last)),
+        str(earliest),
+        str(latest),
+        int(str(desc_count)),
+        int(str(desc_tokens)),
+        int(str(msg_count)),
+        tuple(orjson.loads(str(file_ids))),
+        str(summarizer),
+        str(created),
+    )

@@ -1,0 +1,292 @@
+"""describe and expand: looking into summaries, payload files and messages.
+
+``describe`` says what an id is: a summary's content, metadata, source range,
+children and parent and subtree costs; a payload file's metadata, a
+deterministic exploration summary and (a line range of) its content; a
+message as it was sent. ``expand`` walks a summary down through child
+summaries to source messages, level by level, under a token cap.
+
+Every lookup is scoped: an id outside the caller's session is reported as not
+found, exactly like an id that does not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any, Final
+
+from brain.dag import Summary, children, parent_of, source_message_ids, summary_by_id
+from brain.errors import InvalidInput, NotFound
+from brain.explore import explore, line_range
+from brain.files import FILE_ID_RE, read_file
+from brain.messages import load_messages
+from brain.store import Store
+from brain.tokens import estimate_tokens
+
+SUMMARY_ID_RE: Final = re.compile(r"sum_[0-9a-f]{16}")
+Scope = Callable[[int], bool]
+"""True when the conversation with this row id is visible to the caller."""
+
+
+def describe(
+    store: Store,
+    target: str,
+    scope: Scope,
+    *,
+    max_tokens: int = 4_000,
+    lines: tuple[int, int] | None = None,
+    get_message: Callable[[int], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Describe a summary (``sum_``), payload file (``file_``) or message id."""
+    if SUMMARY_ID_RE.fullmatch(target):
+        return _describe_summary(store, _scoped_summary(store, target, scope))
+    if FILE_ID_RE.fullmatch(target):
+        return _describe_file(store, target, scope, max_tokens, lines)
+    if get_message is not None:
+        row = _message_row(store, target, scope)
+        return {
+            "kind": "message",
+            "id": target,
+            "seq": row[1],
+            "session": row[2],
+            "covered_by": _covering_summary(store, row[0]),
+            "message": get_message(row[0]),
+        }
+    raise NotFound(f"no summary, file or message {target!r}", id=target)
+
+
+def expand(
+    store: Store, summary_id: str, scope: Scope, *, max_tokens: int = 4_000
+) -> dict[str, Any]:
+    """Walk a summary down to child summaries and source messages, under ``max_tokens``.
+
+    Level by level (children before grandchildren), each level in time order,
+    so a small cap gives an overview and a larger one reaches the messages.
+    """
+    root = _scoped_summary(store, summary_id, scope)
+    out: list[dict[str, Any]] = []
+    reached: list[str] = []
+    spent = 0
+    truncated = False
+    level: list[Summary] = [root]
+    while level and not truncated:
+        next_level: list[Summary] = []
+        for summary in level:
+            if summary.kind == "condensed":
+                kids = children(store, summary)
+                entries = [_summary_entry(k) for k in kids]
+                next_level += kids
+            else:
+                messages = load_messages(store, source_message_ids(store, summary))
+                entries = [
+                    {
+                        "kind": "message",
+                        "id": m.id,
+                        "seq": m.seq,
+                        "role": m.role,
+                        "created_at": m.created_at,
+                        "content": m.content,
+                        "tokens": m.token_count,
+                        "parent": summary.id,
+                    }
+                    for m in messages
+                ]
+            for entry in entries:
+                if summary.kind == "condensed":
+                    entry["parent"] = summary.id
+                cost = int(entry["tokens"])
+                if spent + cost > max_tokens:
+                    truncated = True
+                    break
+                out.append(entry)
+                reached.append(str(entry["id"]))
+                spent += cost
+            if truncated:
+                break
+        level = next_level
+    return {
+        "id": root.id,
+        "items": out,
+        "reached": reached,
+        "tokens": spent,
+        "truncated": truncated,
+    }
+
+
+# -- summaries --------------------------------------------------------------------
+
+
+def _scoped_summary(store: Store, summary_id: str, scope: Scope) -> Summary:
+    summary = summary_by_id(store, summary_id)
+    if not scope(summary.conversation_id):
+        raise NotFound(f"no summary {summary_id!r}", id=summary_id)
+    return summary
+
+
+def _describe_summary(store: Store, summary: Summary) -> dict[str, Any]:
+    kids = children(store, summary) if summary.kind == "condensed" else []
+    parent = parent_of(store, summary)
+    session = store.scalar(
+        "SELECT session_id FROM conversations WHERE id = ?", (summary.conversation_id,)
+    )
+    sources: dict[str, Any] = {"first_seq": summary.first_seq, "last_seq": summary.last_seq}
+    if summary.kind == "leaf":
+        ids = source_message_ids(store, summary)
+        sources["messages"] = [m.id for m in load_messages(store, ids)]
+    subtree_summary_tokens = int(
+        store.scalar(
+            "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL "
+            "SELECT child_id FROM summary_sources JOIN sub ON summary_sources.summary_id = sub.id "
+            "WHERE child_id IS NOT NULL) "
+            "SELECT coalesce(sum(token_count), 0) FROM summaries WHERE id IN (SELECT id FROM sub)",
+            (summary.row_id,),
+        )
+    )
+    info = asdict(summary)
+    info.pop("row_id")
+    info.pop("conversation_id")
+    info["summary_kind"] = info.pop("kind")
+    info["file_ids"] = list(summary.file_ids)
+    return {
+        "kind": "summary",
+        **info,
+        "session": session,
+        "sources": sources,
+        "children": [
+            {
+                "id": k.id,
+                "depth": k.depth,
+                "tokens": k.token_count,
+                "earliest_at": k.earliest_at,
+                "latest_at": k.latest_at,
+            }
+            for k in kids
+        ],
+        "parent": None if parent is None else parent.id,
+        "subtree": {
+            "summary_tokens": subtree_summary_tokens,
+            "source_tokens": summary.descendant_tokens,
+            "messages": summary.message_count,
+        },
+    }
+
+
+def _summary_entry(summary: Summary) -> dict[str, Any]:
+    return {
+        "kind": "summary",
+        "id": summary.id,
+        "depth": summary.depth,
+        "earliest_at": summary.earliest_at,
+        "latest_at": summary.latest_at,
+        "content": summary.content,
+        "tokens": summary.token_count,
+    }
+
+
+# -- files ------------------------------------------------------------------------
+
+
+def _describe_file(
+    store: Store, file_id: str, scope: Scope, max_tokens: int, lines: tuple[int, int] | None
+) -> dict[str, Any]:
+    row = store.one(
+        "SELECT f.conversation_id, f.message_id, f.part_kind, f.encoding, f.byte_size, "
+        "f.token_count, f.sha256, f.created_at, c.session_id, m.client_id, p.tool_name "
+        "FROM large_files f JOIN conversations c ON c.id = f.conversation_id "
+        "JOIN messages m ON m.id = f.message_id "
+        "LEFT JOIN message_parts p ON p.file_id = f.file_id "
+        "WHERE f.file_id = ?",
+        (file_id,),
+    )
+    if row is None or not scope(int(row[0])):
+        raise NotFound(f"no file {file_id!r}", id=file_id)
+    data = read_file(store.files_dir, file_id)
+    found = explore(data, encoding="json" if row[3] == "json" else "utf8", hint=row[10])
+    text: str
+    if lines is not None:
+        if lines[0] < 1 or lines[1] < lines[0]:
+            raise InvalidInput("lines", "must be [start, end] with 1 <= start <= end")
+        text = line_range(data, lines[0], lines[1])
+    else:
+        text = data.decode("utf-8", errors="replace")
+    truncated = False
+    if estimate_tokens(text) > max_tokens:
+        text = _truncate(text, max_tokens)
+        truncated = True
+    message_id = row[9] if row[9] is not None else f"msg_{row[1]}"
+    return {
+        "kind": "file",
+        "id": file_id,
+        "session": row[8],
+        "message_id": message_id,
+        "part_kind": row[2],
+        "encoding": row[3],
+        "bytes": row[4],
+        "tokens": row[5],
+        "sha256": row[6],
+        "created_at": row[7],
+        "tool": row[10],
+        "exploration": {
+            "kind": found.kind,
+            "language": found.language,
+            "lines": found.lines,
+            "summary": found.summary,
+        },
+        "content": text,
+        "lines": list(lines) if lines else None,
+        "truncated": truncated,
+    }
+
+
+def _truncate(text: str, max_tokens: int) -> str:
+    """Cut ``text`` to about ``max_tokens`` at a line boundary where possible."""
+    budget = max_tokens * 4
+    cut = text[:budget]
+    newline = cut.rfind("\n")
+    if newline > budget // 2:
+        cut = cut[:newline]
+    while cut and estimate_tokens(cut) > max_tokens:
+        cut = cut[: len(cut) * 9 // 10]
+    return cut
+
+
+# -- messages ---------------------------------------------------------------------
+
+
+def _message_row(store: Store, message_id: str, scope: Scope) -> tuple[int, int, str]:
+    """(row id, seq, session) of a message by client id or generated ``msg_<n>`` id."""
+    rows = list(
+        store.execute(
+            "SELECT m.id, m.seq, c.session_id, c.id FROM messages m "
+            "JOIN conversations c ON c.id = m.conversation_id WHERE m.client_id = ?",
+            (message_id,),
+        )
+    )
+    generated = re.fullmatch(r"msg_([0-9]+)", message_id)
+    if generated:
+        rows += list(
+            store.execute(
+                "SELECT m.id, m.seq, c.session_id, c.id FROM messages m "
+                "JOIN conversations c ON c.id = m.conversation_id "
+                "WHERE m.id = ? AND m.client_id IS NULL",
+                (int(generated.group(1)),),
+            )
+        )
+    visible = [r for r in rows if scope(int(r[3]))]
+    if len(visible) != 1:
+        if len(visible) > 1:
+            raise InvalidInput("session", f"message id {message_id!r} is ambiguous; give a session")
+        raise NotFound(f"no message {message_id!r}", id=message_id)
+    row = visible[0]
+    return int(row[0]), int(row[1]), str(row[2])
+
+
+def _covering_summary(store: Store, message_row_id: int) -> str | None:
+    row = store.one(
+        "SELECT s.summary_id FROM summary_sources ss JOIN summaries s ON s.id = ss.summary_id "
+        "WHERE ss.message_id = ?",
+        (message_row_id,),
+    )
+    return None if row is None else str(row[0])

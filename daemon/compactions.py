@@ -1,0 +1,83 @@
+"""Compaction off the request path.
+
+``request(session)`` after an ingest starts (at most) one background task per
+session that folds history while it is over the threshold; a request that
+arrives while that task runs makes it look again before it ends, so no
+threshold crossing is missed. ``run`` executes an explicit ``compact`` in
+the same worker pool. Compaction threads have their own limiter, so a long
+sweep never takes the threads that ``assemble`` and ``ingest`` use.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from brain import Brain
+from daemon.logs import log
+
+T = TypeVar("T")
+
+
+class Compactions:
+    """Background and explicit compaction for one engine."""
+
+    def __init__(self, brain: Brain, *, threads: int = 2) -> None:
+        self.brain = brain
+        self._limiter = anyio.CapacityLimiter(threads)
+        self._running: set[str] = set()
+        self._again: set[str] = set()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.completed = 0
+
+    def attach(self, tg: anyio.abc.TaskGroup) -> None:
+        """Run background work in ``tg`` (until then, requests are ignored)."""
+        self._tg = tg
+
+    @property
+    def active(self) -> int:
+        """Sessions with a background compaction running."""
+        return len(self._running)
+
+    def request(self, session: str) -> None:
+        """Make sure the session gets compacted if it is over the threshold."""
+        if self._tg is None:
+            return
+        if session in self._running:
+            self._again.add(session)
+            return
+        self._running.add(session)
+        self._tg.start_soon(self._background, session)
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a compaction call in a compaction thread."""
+        call = functools.partial(fn, *args, **kwargs)
+        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+
+    async def _background(self, session: str) -> None:
+        try:
+            while True:
+                self._again.discard(session)
+                report = await self.run(self.brain.compact_incremental, session)
+                if report.summaries:
+                    self.completed += 1
+                    log.info(
+                        "compacted",
+                        session=session,
+                        leaf=report.leaf_passes,
+                        condensed=report.condensed_passes,
+                        tokens_before=report.tokens_before,
+                        tokens_after=report.tokens_after,
+                        took_ms=round(report.took_ms, 1),
+                    )
+                if session not in self._again:
+                    return
+        except Exception as exc:  # background work must never end the daemon
+            log.warning("background compaction failed", session=session, error=repr(exc))
+        finally:
+            self._running.discard(session)

@@ -1,0 +1,163 @@
+"""A real HTTP server on loopback that speaks the OpenAI chat-completions shape.
+
+Tests queue the replies it gives (status, headers, body, delay) and read back
+the requests it received, headers included::
+
+    with OpenAIServer() as server:
+        server.enqueue(Reply(status=429, headers={"Retry-After": "2"}), Reply.text("ok"))
+        config = LLMConfig(base_url=server.base_url, model="m")
+        ...
+        assert len(server.requests) == 2
+
+With the queue empty it answers 503 ``no reply queued``, so a test that makes
+more calls than it planned fails loudly instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One canned response; ``body`` is JSON-encoded unless it is bytes or str."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+    @classmethod
+    def text(cls, content: Any, **message: Any) -> Reply:
+        """A 200 chat completion whose ``choices[0].message.content`` is ``content``."""
+        return cls(body=completion(content, **message))
+
+    @classmethod
+    def error(cls, status: int, message: str = "error", **kw: Any) -> Reply:
+        """A failure with an OpenAI-style ``{"error": {"message": ...}}`` body."""
+        return cls(status=status, body={"error": {"message": message, "type": "test"}}, **kw)
+
+
+def completion(content: Any, **message: Any) -> dict[str, Any]:
+    """A chat-completions response body."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "test-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, **message},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A request as the server saw it; header names are lowercased."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class OpenAIServer:
+    """A ThreadingHTTPServer on 127.0.0.1, an ephemeral port, with a programmable reply queue."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True  # a delayed reply must not hold up close()
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` for an LLMConfig: ``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def enqueue(self, *replies: Reply) -> None:
+        """Append replies; each request takes the next one."""
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """Replies queued and not yet given."""
+        with self._lock:
+            return len(self._replies)
+
+    def start(self) -> OpenAIServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closing.set()  # wakes handlers sleeping out a delay
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _take(self, request: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if self._replies:
+                return self._replies.popleft()
+        return Reply.error(503, "no reply queued")
+
+
+def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            reply = server._take(Recorded("POST", self.path, headers, body))
+            if reply.delay and server._closing.wait(reply.delay):
+                return
+            if isinstance(reply.body, bytes):
+                payload = reply.body
+            elif isinstance(reply.body, str):
+                payload = reply.body.encode()
+            else:
+                payload = json.dumps(reply.body).encode()
+            try:
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout test): nothing to answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+    return Handler
