@@ -50,3 +50,22 @@ def test_an_unknown_key_in_the_file_is_refused(tmp_path: Path) -> None:
     toml.write_text("autosave_writs = 7\n")
     with pytest.raises(ValueError, match="autosave_writs"):
         load_config(_no_flags(), {}, str(toml))
+
+
+def test_compaction_and_llm_options_reach_their_configs(tmp_path: Path) -> None:
+    toml = tmp_path / "brain.toml"
+    toml.write_text("auto_compact = false\nfresh_tail_count = 8\n")
+    env = {"BRAIN_COMPACTION_THRESHOLD_TOKENS": "5000", "BRAIN_LLM_API_KEY": "sk-secret-value"}
+    flags = _no_flags() | {"llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "m"}
+    config = load_config(flags, env, str(toml))
+    assert config.brain.compaction.auto is False
+    assert config.brain.compaction.fresh_tail_count == 8
+    assert config.brain.compaction.threshold_tokens == 5000
+    assert (config.llm_base_url, config.llm_model) == ("http://127.0.0.1:9/v1", "m")
+    assert config.llm_api_key == "sk-secret-value"
+    assert "sk-secret-value" not in repr(config)
+
+
+def test_a_boolean_option_refuses_anything_but_true_or_false() -> None:
+    with pytest.raises(ValueError, match="--auto-compact"):
+        load_config(_no_flags() | {"auto_compact": "maybe"}, {})
