@@ -138,7 +138,7 @@ class _Hint:
     @classmethod
     def parse(cls, hint: str | None) -> _Hint:
         name = (hint or "").replace("\\", "/").rsplit("/", 1)[-1].lower()
-        ext = name.rsplit(".", 1)[-1]
+        ext = name.rsplit(".", 1)[1] if "." in name else ""  # a bare tool name is no extension
         if ext in _HINT_LANGUAGES:
             return cls("code", _HINT_LANGUAGES[ext])
         return cls(_HINT_KINDS.get(ext))
@@ -156,7 +156,7 @@ def _analyse(data: bytes, encoding: str, hint: _Hint, lines: int) -> _Summary:
         return found
     if hint.kind in ("csv", "tsv"):
         delimiter = "\t" if hint.kind == "tsv" else ","
-        if (table := _sniff_table(sample, delimiter, header=False, min_rows=2)) is not None:
+        if (table := _sniff_table(sample, delimiter, header=False, hinted=True)) is not None:
             return _table_summary(table, data, lines, size)
     if hint.kind == "log" and _log_share(sample) > 0.2:
         return _Summary("log", _log_lines(data, sample, size))
@@ -264,6 +264,8 @@ def _json_or_jsonl(
     bracketed = body[:1] in (b"{", b"[")
     if not (bracketed or encoding == "json" or hint.kind == "json"):
         return None
+    if hint.kind == "jsonl" and (records := _jsonl_records(sample, loose=True)) is not None:
+        return _jsonl_summary(records, data, size)
     if len(body) <= _JSON_PARSE_LIMIT:
         try:
             value = orjson.loads(body)
@@ -271,12 +273,8 @@ def _json_or_jsonl(
             pass
         else:
             return _json_summary(value, size)
-    if (records := _jsonl_records(sample, loose=hint.kind == "jsonl")) is not None:
-        blank = data.count(b"\n\n") + data.count(b"\n\r\n") + data.startswith((b"\n", b"\r\n"))
-        total = count_lines(data) - blank
-        lines, more = _items_shape(records, "records", total)
-        header = f"JSONL, {_n(total, 'record')} ({size})"
-        return _Summary("jsonl", [header, *lines], more=more)
+    if (records := _jsonl_records(sample, loose=False)) is not None:
+        return _jsonl_summary(records, data, size)
     if bracketed and len(body) > _JSON_PARSE_LIMIT:
         if body[:1] == b"[" and (items := _array_prefix(body)) is not None:
             header = f"JSON array, too large to parse ({size}); {len(items):,}+ items"
@@ -322,6 +320,13 @@ def _jsonl_records(sample: list[str], *, loose: bool) -> list[object] | None:
             continue
     enough = len(records) >= (1 if loose else 2)
     return records if enough and len(records) * 10 >= len(lines) * 9 else None
+
+
+def _jsonl_summary(records: list[object], data: bytes, size: str) -> _Summary:
+    blank = data.count(b"\n\n") + data.count(b"\n\r\n") + data.startswith((b"\n", b"\r\n"))
+    total = count_lines(data) - blank
+    lines, more = _items_shape(records, "records", total)
+    return _Summary("jsonl", [f"JSONL, {_n(total, 'record')} ({size})", *lines], more=more)
 
 
 def _json_summary(value: object, size: str) -> _Summary:
@@ -443,21 +448,23 @@ class _Table:
 
 def _find_table(sample: list[str], *, header: bool) -> _Table | None:
     for delimiter in _DELIMITER_NAMES:
-        if (table := _sniff_table(sample, delimiter, header=header, min_rows=3)) is not None:
+        if (table := _sniff_table(sample, delimiter, header=header)) is not None:
             return table
     return None
 
 
 def _sniff_table(
-    sample: list[str], delimiter: str, *, header: bool, min_rows: int
+    sample: list[str], delimiter: str, *, header: bool, hinted: bool = False
 ) -> _Table | None:
     """The sample as a table, if the delimiter splits nearly every line to one width.
 
     With ``header`` the first row must read as column names (short, no numbers,
     timestamps or code punctuation); without it a first row of data is allowed.
+    Unless ``hinted``, it takes three rows, and two columns need a number in
+    them, so prose with one comma a line does not read as CSV.
     """
     lines = [line for line in sample if line.strip()][: _RECORD_SAMPLE + 1]
-    if len(lines) < min_rows:
+    if len(lines) < (2 if hinted else 3):
         return None
     try:
         rows = list(csv.reader(lines, delimiter=delimiter))
@@ -468,6 +475,8 @@ def _sniff_table(
     if width < 2 or len(named) < 2 or any(len(cell) > 64 for cell in named):
         return None
     if sum(len(row) == width for row in rows) * 10 < len(rows) * 9:
+        return None
+    if width == 2 and not hinted and not any(_NUMBER.fullmatch(c.strip()) for r in rows for c in r):
         return None
     data_like = any(_NUMBER.fullmatch(c) or _DATE.search(c) or _TIMESTAMP.search(c) for c in named)
     if not data_like and not any(_NOT_A_HEADER.search(c) for c in named):
@@ -894,7 +903,7 @@ def _first_comment(spec: _Language, sample: list[str]) -> str | None:
 
 _HEADING: Final = re.compile(r"(#{1,6})[ \t]+(\S.*?)[ \t#]*$")
 _FENCE: Final = re.compile(r" {0,3}(```+|~~~+)[ \t]*([\w+#.-]*)")
-_LINK: Final = re.compile(r"\[[^\]\n]+\]\([^)\s]+\)")
+_LINK: Final = re.compile(r"\[[^\[\]\n]+\]\([^)\s]+\)")
 _TABLE_RULE: Final = re.compile(r" *\|? *:?-{3,}:? *(?:\| *:?-{3,}:? *)+\|? *")
 
 
