@@ -28,6 +28,7 @@ a prompt and returns the model's text; it does not judge it, because
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import math
 import random
@@ -101,7 +102,11 @@ class ChatClient:
     ) -> None:
         self.config = config
         self._url = config.base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Accept": "application/json", "User-Agent": f"brain/{__version__}"}
+        self._headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            "User-Agent": f"brain/{__version__}",
+        }
         if config.api_key:
             self._headers["Authorization"] = f"Bearer {config.api_key}"
         self._http = httpx.Client(
@@ -132,6 +137,9 @@ class ChatClient:
         }
         if max_tokens is not None:
             payload["max_tokens"] = max_tokens
+        # Encoded here rather than by httpx: text with a lone surrogate (valid in
+        # a str, never in UTF-8) would raise UnicodeEncodeError inside httpx.
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8", "replace")
         # A half-open trial is one attempt: a provider still down should cost
         # one request, not a whole retry cycle.
         retries = 0 if trial else self.config.max_retries
@@ -140,7 +148,7 @@ class ChatClient:
             attempt = 0
             while True:
                 attempt += 1
-                outcome = self._attempt(payload)
+                outcome = self._attempt(body)
                 if isinstance(outcome, str):
                     self._breaker.succeeded()
                     settled = True
@@ -175,15 +183,17 @@ class ChatClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _attempt(self, payload: dict[str, Any]) -> str | _Failure:
+    def _attempt(self, body: bytes) -> str | _Failure:
         try:
-            response = self._http.post(self._url, json=payload, headers=self._headers)
+            response = self._http.post(self._url, content=body, headers=self._headers)
         except httpx.TimeoutException:
             return _Failure(None, "timed out", retryable=True)
         except httpx.UnsupportedProtocol as exc:
             return _Failure(None, self._redact(str(exc)), retryable=False)
         except httpx.TransportError as exc:
             return _Failure(None, f"{type(exc).__name__}: {self._redact(str(exc))}", retryable=True)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # redirects, broken encodings
+            return _Failure(None, f"{type(exc).__name__}: {self._redact(str(exc))}", False)
         status = response.status_code
         if status == 429 or status >= 500:
             retry_after = _parse_retry_after(response.headers.get("Retry-After"))
@@ -475,7 +485,7 @@ class _Breaker:
         with self._lock:
             self._failures += 1
             if self._trial or self._failures >= self._threshold:
-                if self._opened_at is None or self._trial:
-                    log.warning("LLM circuit opened after %d consecutive failures", self._failures)
-                self._opened_at = self._clock()
+                if self._opened_at is None or self._trial:  # closed or half-open -> open
+                    log.warning("LLM circuit open after %d consecutive failures", self._failures)
+                self._opened_at = self._clock()  # a late failure restarts the wait
             self._trial = False

@@ -45,8 +45,6 @@ TRUNCATION_MARKER: Final = "[Truncated for context management]"
 TINY_INPUT_TOKENS: Final = 8
 """Inputs this small are returned (truncated) verbatim: no summary can beat them."""
 
-_SHORT_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})")
-
 OVERSHOOT_TOLERANCE: Final = 1.5
 """A candidate over ``target_tokens`` by more than this factor is rejected, not trimmed."""
 
@@ -100,7 +98,7 @@ class SummaryOutcome:
     """The accepted summary, which step produced it, and how many candidates were tried.
 
     ``summarizer`` is the primary's name (``"llm:gpt-4o-mini"``), the name with
-    ``":aggressive"``, ``"fallback"`` (the extractive fallback),
+    ``":aggressive"``, ``"fallback"`` (the fallback summarizer, extractive by default),
     ``"fallback:truncated"`` (hard truncation) or ``"verbatim"`` (input of 8
     tokens or fewer, returned as is). ``attempts`` counts candidates produced,
     including rejected ones and provider failures (0 for ``"verbatim"``).
@@ -223,11 +221,11 @@ class ExtractiveSummarizer:
     entities; fewer and shorter at each depth. Children's own "Expand for
     details about:" lists feed this summary's list.
 
-    The budget is ``target_tokens``, also kept below the input size, at most
-    60% of the input (for inputs over 100 tokens) so a summary is a real
-    reduction, and halved when ``aggressive``. The last line always is ``Expand for details about: ...``
-    when the budget allows it (8 tokens or more); inputs of 8 tokens or fewer
-    come back verbatim, truncated to the target.
+    The budget is ``target_tokens``, kept below the input size, at most 60% of
+    the input (beyond about 100 tokens) so a summary is a real reduction, and
+    halved when ``aggressive``. The last line is always ``Expand for details
+    about: ...`` when the budget allows it (8 tokens or more); inputs of 8
+    tokens or fewer come back verbatim, truncated to the target.
     """
 
     name = "extractive"
@@ -270,13 +268,15 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+_SHORT_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})")
 _SENTENCE_SPLIT = re.compile(r"\s*\n\s*|(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])")
 # Scoring runs on every sentence of ~20k-token chunks, so these are tuned for
 # speed: applied to the lowercased sentence, no IGNORECASE, literal
 # alternatives first (sre skips ahead on their first characters), and the
 # expensive exact patterns (paths, URLs) only behind a cheap substring test.
 _DECISION = re.compile(
-    r"(?:decid|decision|will\b|won't|agree|let's|must\b|should|plan|going to|need to|todo|"
+    r"(?:decid|decision|will\b|won't|agree|let's|must\b|should|plan(?:s|ned|ning)?\b|going to|"
+    r"need to|todo|"
     r"action item|deadline|chose|choose|approve|commit to|next step)"
 )
 _ERROR = re.compile(
@@ -348,7 +348,7 @@ class _Sentence:
 
 
 class _Extraction:
-    """One summary in the making: sentences scored, then picked under a byte budget."""
+    """One summary in the making: sentences scored, then picked under a budget (see _units)."""
 
     def __init__(self, request: SummaryRequest) -> None:
         self.request = request
@@ -422,32 +422,40 @@ class _Extraction:
 
     def render(self, budget: int) -> str:
         """The summary within ``budget`` _units (at least the footer minimum)."""
-        reserve = min(_FOOTER_MAX_UNITS, max(_FOOTER_MIN_TOKENS * 4, budget // 6))
+        # The footer's share; the 4 extra cover rounding of a non-ASCII body.
+        reserve = min(_FOOTER_MAX_UNITS, max(_FOOTER_MIN_TOKENS * 4 + 4, budget // 6))
         room = budget - reserve
         chosen: dict[int, list[_Sentence]] = {}
         spent = 0
         # Filler and repeats (score <= 0) never make it; aggressive summaries
         # keep only sentences that carry something or lead their message.
-        floor = 2.0 if self.request.aggressive else 0.0
-        ranked = sorted(self.sentences, key=lambda s: (-s.score, s.pos))
-        for sentence in ranked:
-            if sentence.score <= 0 or sentence.score < floor:
-                break
-            picked = chosen.get(sentence.item)
-            if picked is not None and len(picked) >= self.per_item:
-                continue
-            # Upper bound of what the sentence adds: itself, a separator, and the
-            # item's prefix the first time (newline before the line included).
-            cost = sentence.size + 3 if self.condensed else sentence.size + 1
-            if picked is None:
-                cost += self.prefix_units[sentence.item] + 1
-            if spent + cost > room:
-                continue
-            spent += cost
-            if picked is None:
-                chosen[sentence.item] = [sentence]
-            else:
-                picked.append(sentence)
+        floor = 1.5 if self.request.aggressive else 0.0
+        ranked = [
+            s for s in sorted(self.sentences, key=lambda s: (-s.score, s.pos)) if s.score > floor
+        ]
+        # Leaves take a second pass without the per-message cap, so one long
+        # message (a pasted document, a log) can use budget the others left;
+        # condensed levels keep their cap, as fewer lines is what makes them abstract.
+        caps = (self.per_item,) if self.condensed else (self.per_item, len(ranked))
+        taken: set[int] = set()
+        for cap in caps:
+            for sentence in ranked:
+                picked = chosen.get(sentence.item)
+                if sentence.pos in taken or (picked is not None and len(picked) >= cap):
+                    continue
+                # Upper bound of what the sentence adds: itself, a separator, and the
+                # item's prefix the first time (newline before the line included).
+                cost = sentence.size + 3 if self.condensed else sentence.size + 1
+                if picked is None:
+                    cost += self.prefix_units[sentence.item] + 1
+                if spent + cost > room:
+                    continue
+                spent += cost
+                taken.add(sentence.pos)
+                if picked is None:
+                    chosen[sentence.item] = [sentence]
+                else:
+                    picked.append(sentence)
 
         lines: list[str] = []
         for index in sorted(chosen):
@@ -505,6 +513,7 @@ def _features(text: str, role: str) -> tuple[float, int, list[str]]:
     score = 0.0
     category = 3
     entities: list[str] = []
+    named = False  # carries a URL, path, command or name, even one with nothing to list
     if _DECISION.search(low):
         score += 3.0
         category = 0
@@ -517,15 +526,17 @@ def _features(text: str, role: str) -> tuple[float, int, list[str]]:
         if urls:
             score += 2.0
             entities += urls
+            named = True
     if _PATHISH.search(low):
         paths = _PATH.findall(text)
         if paths:
             score += 2.0
             entities += paths
+            named = True
     if "`" in text or "$ " in text or not _CLI_VERBS.isdisjoint(low.split()):
         score += 2.0
         entities += _BACKTICKED.findall(text)
-        entities.append("")  # marks a command even when there is nothing to name
+        named = True
     if _NUMBER.search(text):
         score += 1.0
         if _DATE.search(text):
@@ -534,7 +545,8 @@ def _features(text: str, role: str) -> tuple[float, int, list[str]]:
     if names:
         score += min(2.0, len(names) * 0.75)
         entities += names
-    if entities:
+        named = True
+    if named:
         category = min(category, 2)
     if text.endswith("?"):
         score += 0.5  # an open question may be an open item
@@ -568,7 +580,8 @@ def _salient_terms(inherited: list[str], dropped: list[_Sentence], kept: str) ->
 
     add(0, inherited)
     if dropped:
-        # Names are common and one-off ones are noise; other entities are rare and precise.
+        # Names rank below paths, URLs, commands and error names: those are
+        # rarer and name exactly what an agent would expand for.
         add(1, (e for s in dropped for e in s.entities if not (e[:1].isupper() and e.isalpha())))
         add(2, (e for s in dropped for e in s.entities if e[:1].isupper() and e.isalpha()))
         blob = "\n".join(s.text for s in dropped)
@@ -596,14 +609,14 @@ def _accept(candidate: str, source: int, target: int, limit: int) -> str | None:
         return None
     if size <= limit:
         return text
-    trimmed = _trim_lines(text, limit)
-    return trimmed if trimmed.strip() else None
+    trimmed = _trim_lines(text, limit).strip()
+    return trimmed or None
 
 
 def _trim_lines(text: str, max_tokens: int) -> str:
     """Keep whole lines from the start (and the final "Expand" line) within ``max_tokens``."""
     budget = max_tokens * 4
-    lines = text.splitlines()
+    lines = text.split("\n")  # not splitlines(): it also splits on \x1c-\x1e and \u2028
     footer = lines.pop() if lines and _EXPAND_LINE.match(lines[-1].strip()) else None
     if footer is not None and _units(footer) + 1 > budget // 3:
         footer = None  # the body matters more than a long list of omissions
@@ -644,13 +657,13 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _units(text: str) -> int:
-    """An additive upper bound of ``4 * estimate_tokens(text)``, for budgeting pieces.
+    """The cost of a piece of text in quarter tokens, for budgets built piece by piece.
 
-    Summing tokens per piece would round up every sentence; quarter tokens
-    (a character of ASCII, a whole estimate otherwise) add up without
-    overshooting: ASCII costs a quarter token a character, and rounding
-    non-ASCII pieces up only overestimates. Results are checked with
-    estimate_tokens anyway.
+    Whole tokens per sentence would round every sentence up. In quarter
+    tokens ASCII costs exactly one a character, and a non-ASCII piece its
+    estimate rounded up, so the units of the pieces add up to at least the
+    cost of the joined text (``estimate_tokens`` is never more than the sum
+    over its parts). Finished summaries are checked with estimate_tokens anyway.
     """
     return len(text) if text.isascii() else 4 * estimate_tokens(text)
 

@@ -34,9 +34,12 @@ class Reply:
     delay: float = 0.0
 
     @classmethod
-    def text(cls, content: Any, **message: Any) -> Reply:
-        """A 200 chat completion whose ``choices[0].message.content`` is ``content``."""
-        return cls(body=completion(content, **message))
+    def text(cls, content: Any, *, delay: float = 0.0, **message: Any) -> Reply:
+        """A 200 chat completion whose ``choices[0].message.content`` is ``content``.
+
+        Extra keyword arguments become fields of the message (``reasoning_content``).
+        """
+        return cls(body=completion(content, **message), delay=delay)
 
     @classmethod
     def error(cls, status: int, message: str = "error", **kw: Any) -> Reply:
@@ -84,7 +87,10 @@ class OpenAIServer:
         self._closing = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True  # a delayed reply must not hold up close()
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll interval: shutdown() waits for the serving loop's next poll.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:
