@@ -93,6 +93,7 @@ class _View:
     items: list[Item]
     positions: list[int]
     entries: dict[tuple[str, int], _Entry] = field(default_factory=dict)
+    ensured: int = 0  # items[:ensured] all have entries (entries are only ever added)
 
 
 class Assembler:
@@ -113,7 +114,8 @@ class Assembler:
         start = tail_start(store, conv, tail_count)
         cut = bisect.bisect_left(view.positions, start)
         prefix, tail = view.items[:cut], view.items[cut:]
-        self._ensure_entries(store, view, view.items)
+        self._ensure_entries(store, view, view.items[view.ensured :])
+        view.ensured = len(view.items)
 
         tail_cost = sum(i.token_count for i in tail)
         room = options.budget - tail_cost
@@ -139,17 +141,24 @@ class Assembler:
                 room -= cost
         chosen = [(i, picked[i.pos]) for i in prefix if i.pos in picked]
         chosen += [(i, False) for i in tail]
-
-        turns: list[Turn] = []
-        cost_of: dict[int, int] = {}
-        for item, stubbed in chosen:
-            entry = view.entries[_key(item)]
-            turn = entry.stub if stubbed and entry.stub is not None else entry.turn
-            turns.append(turn)
-            cost_of[id(turn)] = entry.stub_cost if stubbed else item.token_count
-        elsewhere = _answered_elsewhere(store, conv.id, turns)
-        paired, report = pair_tools(turns, answered_elsewhere=elsewhere)
-        tokens = sum(cost_of.get(id(t), turn_tokens(t)) for t in paired)
+        paired, report, tokens = _paired(store, conv.id, view, chosen)
+        # Pairing can cost more than the items it was given (an error result
+        # made up for a call never answered, a stub given its call's hint, a
+        # turn split around a dropped call). Then give up the least wanted
+        # items before the tail, raw history oldest first and then summaries,
+        # until the whole fits or only the tail is left.
+        while tokens > options.budget and len(chosen) > len(tail):
+            over = tokens - options.budget
+            drop: set[int] = set()
+            for item, stubbed in sorted(
+                chosen[: len(chosen) - len(tail)], key=lambda c: (not c[0].is_message, c[0].pos)
+            ):
+                drop.add(item.pos)
+                over -= view.entries[_key(item)].stub_cost if stubbed else item.token_count
+                if over <= 0:
+                    break
+            chosen = [c for c in chosen if c[0].pos not in drop]
+            paired, report, tokens = _paired(store, conv.id, view, chosen)
 
         system: str | None = None
         if options.format == "anthropic":
@@ -165,7 +174,7 @@ class Assembler:
             system=system,
             tokens=tokens,
             budget=options.budget,
-            over_budget=tail_cost > options.budget,
+            over_budget=tail_cost > options.budget or tokens > options.budget,
             fresh_tail={"count": len(tail), "tokens": tail_cost, "first_seq": start},
             included={"summaries": summaries_in, "messages": len(chosen) - summaries_in},
             dropped={
@@ -250,6 +259,24 @@ class Assembler:
         with store.transaction():
             mark_flushed(store, conv.id, conv.compaction_epoch)
         return True
+
+
+def _paired(
+    store: Store, conversation_id: int, view: _View, chosen: list[tuple[Item, bool]]
+) -> tuple[list[Turn], PairingReport, int]:
+    """The chosen items' turns with tool calls and results paired, and their cost."""
+    turns: list[Turn] = []
+    cost_of: dict[int, int] = {}
+    for item, stubbed in chosen:
+        entry = view.entries[_key(item)]
+        turn = entry.stub if stubbed and entry.stub is not None else entry.turn
+        turns.append(turn)
+        cost_of[id(turn)] = entry.stub_cost if stubbed else item.token_count
+    elsewhere = _answered_elsewhere(store, conversation_id, turns)
+    paired, report = pair_tools(turns, answered_elsewhere=elsewhere)
+    # Not ``cost_of.get(id(t), turn_tokens(t))``: that computes the default every time.
+    tokens = sum(cost_of[id(t)] if id(t) in cost_of else turn_tokens(t) for t in paired)
+    return paired, report, tokens
 
 
 def _key(item: Item) -> tuple[str, int]:

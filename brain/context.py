@@ -90,14 +90,21 @@ def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
     """The first message seq of the protected fresh tail (``max_seq + 1`` when empty).
 
     The newest ``fresh_tail_count`` messages, stretched back so that the newest
-    user message and the calls of every tool result in the tail are in it, and
+    user message (one that is not only tool results) and the calls of every
+    tool result in the tail are in it, and
     then moved forward past any summary (the tail holds raw messages only).
     """
     if conv.max_seq == 0:
         return 1
     start = max(1, conv.max_seq - max(fresh_tail_count, 1) + 1)
+    # The newest message from the user, not an Anthropic-shaped tool result
+    # (a user message holding only tool_result blocks): in a long tool loop
+    # those would keep the user's actual request out of the tail.
     newest_user = store.scalar(
-        "SELECT seq FROM messages WHERE conversation_id = ? AND role = 'user' "
+        "SELECT seq FROM messages m WHERE conversation_id = ? AND role = 'user' "
+        "AND (NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = m.id) "
+        "OR EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = m.id "
+        "AND p.kind <> 'tool_result')) "
         "ORDER BY seq DESC LIMIT 1",
         (conv.id,),
     )

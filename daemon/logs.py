@@ -21,6 +21,14 @@ def configure_logging(level: str, fmt: LogFormat) -> None:
         processors += [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
     else:
         processors.append(structlog.dev.ConsoleRenderer(colors=False))
+    # Libraries (brain.llm's retry warnings, httpx) log through the standard
+    # logging module: send it to stderr at the same level.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.getLevelNamesMapping()[level.upper()],
+        format="%(asctime)s [%(levelname)-8s] %(name)s: %(message)s",
+        force=True,
+    )
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -146,3 +147,123 @@ def as_sent(msg: MessageIn) -> dict[str, Any]:
     if msg.tool_call_id is not None:
         out["tool_call_id"] = msg.tool_call_id
     return out
+
+
+# -- tool-heavy conversations (lossless context tests) -----------------------------------
+
+WORDS = (
+    "the build failed at step three because the cache was stale",
+    "we decided to use SQLite with WAL for the store",
+    "error: connection refused on port 8080",
+    "see src/brain/compaction.py line 214",
+    "run pytest -x tests/brain",
+    "Alice approved the migration plan on 2026-03-01",
+    "the answer is 42",
+    "ok",
+    "next we should fix the flaky test",
+    "https://example.com/docs/api",
+    "summary of results so far",
+    "retry with backoff and a circuit breaker",
+    "TODO: check the budget math",
+)
+PAYLOAD_LINE = "line {n}: lorem ipsum dolor sit amet, consectetur adipiscing elit"
+
+sentences = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(". ".join)
+
+
+@st.composite
+def _tool_output(draw: st.DrawFn, large_chars: int) -> str:
+    """A tool's output: a sentence or two, now and then a payload over ``large_chars``."""
+    if draw(st.integers(0, 5)) == 0:
+        lines = draw(st.integers(large_chars // 50 + 2, large_chars // 30 + 6))
+        return "\n".join(PAYLOAD_LINE.format(n=n) for n in range(lines))
+    return draw(sentences)
+
+
+@st.composite
+def tool_conversations(
+    draw: st.DrawFn, max_turns: int = 24, large_chars: int = 400
+) -> list[MessageIn]:
+    """A conversation of user and assistant turns, many of them tool rounds.
+
+    A tool round is an assistant message making 1-3 calls (OpenAI ``tool_calls``
+    or Anthropic ``tool_use``) and their results (``tool`` messages, or user
+    messages with ``tool_result`` blocks), delivered in order, reversed, late
+    (after the next turn), early (before the call) or with one missing. Tool
+    outputs are sometimes larger than ``large_chars`` (payload files). Call ids
+    are unique; most messages carry a client id ``m<i>``, some none.
+    """
+    out: list[MessageIn] = []
+    late: list[MessageIn] = []
+    calls = 0
+    for _turn in range(draw(st.integers(1, max_turns))):
+        kind = draw(st.sampled_from(["user", "assistant", "tools", "tools", "tools"]))
+        if kind != "tools":
+            out.append(MessageIn(kind, draw(sentences)))
+            out += late
+            late = []
+            continue
+        anthropic = draw(st.booleans())
+        n = draw(st.integers(1, 3))
+        ids = [f"{'toolu' if anthropic else 'call'}_{calls + i}" for i in range(n)]
+        calls += n
+        intro = draw(st.none() | sentences)
+        paths = [f"src/file_{calls}_{i}.py" for i in range(n)]
+        outputs = [draw(_tool_output(large_chars)) for _ in range(n)]
+        if anthropic:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": intro}] if intro else []
+            blocks += [
+                {"type": "tool_use", "id": c, "name": "read", "input": {"path": p}}
+                for c, p in zip(ids, paths, strict=True)
+            ]
+            call = MessageIn("assistant", blocks)
+            together = draw(st.booleans())
+            results = (
+                [
+                    MessageIn(
+                        "user",
+                        [
+                            {"type": "tool_result", "tool_use_id": c, "content": o}
+                            for c, o in zip(ids, outputs, strict=True)
+                        ],
+                    )
+                ]
+                if together
+                else [
+                    MessageIn("user", [{"type": "tool_result", "tool_use_id": c, "content": o}])
+                    for c, o in zip(ids, outputs, strict=True)
+                ]
+            )
+        else:
+            tool_calls = [
+                {
+                    "id": c,
+                    "type": "function",
+                    "function": {"name": "read", "arguments": f'{{"path": "{p}"}}'},
+                }
+                for c, p in zip(ids, paths, strict=True)
+            ]
+            call = MessageIn("assistant", intro or "", tool_calls=tool_calls)
+            results = [
+                MessageIn("tool", o, name="read", tool_call_id=c)
+                for c, o in zip(ids, outputs, strict=True)
+            ]
+        order = draw(
+            st.sampled_from(["in_order", "in_order", "reversed", "late", "early", "missing"])
+        )
+        if order == "reversed":
+            results.reverse()
+        elif order == "missing":
+            results.pop(draw(st.integers(0, len(results) - 1)))
+        if order == "early":
+            out += [*results, call]
+        else:
+            out.append(call)
+            if order == "late":
+                late += results
+            else:
+                out += results
+    out += late
+    return [
+        replace(m, client_id=f"m{i}") if draw(st.integers(0, 4)) else m for i, m in enumerate(out)
+    ]
