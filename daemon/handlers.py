@@ -99,7 +99,8 @@ async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
         stub_tokens=params.stub_tokens,
     )
     result = await ctx.db(ctx.brain.assemble, params.session, options)
-    out = dataclasses.asdict(result)
+    # Shallow: dataclasses.asdict deep-copies every message (9 ms of 19 ms at 5k).
+    out = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
     if params.format != "anthropic":
         out.pop("system")
     return out
