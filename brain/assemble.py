@@ -31,6 +31,7 @@ from brain.context import Conversation, Item, conversation, items, mark_flushed,
 from brain.dag import Summary, load_summaries, summary_xml
 from brain.messages import StoredMessage, load_messages
 from brain.render import (
+    STUB_PREFIX,
     PairingReport,
     Turn,
     pair_tools,
@@ -241,8 +242,14 @@ class Assembler:
         turn = turn_from_message(msg)
         entry = _Entry(turn)
         results = [b for b in turn.blocks if b.type == "tool_result"]
-        if len(results) == 1 and len(turn.blocks) == 1:
+        if (
+            len(results) == 1
+            and len(turn.blocks) == 1
+            and not results[0].text.startswith(STUB_PREFIX)
+        ):
             # A lone tool result can stand in as a stub; describe(msg id) recovers it.
+            # One kept in a payload file already is a stub (naming the file, with the
+            # output's real size): a stub of that stub would only hide both.
             stub = stub_text(msg.id, results[0].name, len(results[0].text.encode()), None)
             entry.stub = Turn(turn.role, (replace(results[0], text=stub),), turn.source, turn.seq)
             entry.stub_cost = message_cost(estimate_tokens(stub))

@@ -354,7 +354,10 @@ def _keep_tool_pairs(
     if not chunk:
         return chunk
     first, last = chunk[0].pos, chunk[-1].pos
-    # Results (at any later seq) of calls made inside the chunk.
+    # Results (at any later seq) of calls made inside the chunk. A result answers
+    # a call only if no other call of its id comes between them: some model
+    # servers number calls afresh in every response (``call_0``), and a later
+    # response's ``call_0`` result is not this call's.
     rows = store.execute(
         "SELECT cm.seq, max(rm.seq) FROM messages cm "
         "CROSS JOIN message_parts cp ON cp.message_id = cm.id "
@@ -362,7 +365,11 @@ def _keep_tool_pairs(
         "CROSS JOIN messages rm ON rm.id = rp.message_id "
         "WHERE cm.conversation_id = ? AND cm.seq BETWEEN ? AND ? AND cp.kind = 'tool_call' "
         "AND cp.tool_call_id IS NOT NULL AND rp.kind = 'tool_result' AND rm.conversation_id = ? "
-        "GROUP BY cm.seq",
+        "AND rm.seq > cm.seq "
+        "AND NOT EXISTS (SELECT 1 FROM message_parts op "
+        "CROSS JOIN messages om ON om.id = op.message_id WHERE op.tool_call_id = cp.tool_call_id "
+        "AND op.kind = 'tool_call' AND om.conversation_id = cm.conversation_id "
+        "AND om.seq > cm.seq AND om.seq < rm.seq) GROUP BY cm.seq",
         (conversation_id, first, last, conversation_id),
     )
     cut_before: int | None = None
@@ -394,7 +401,8 @@ def _keep_tool_pairs(
 
 
 def _calls_answered_after(store: Store, conversation_id: int, chunk: list[Item]) -> list[int]:
-    """Seqs of calls in the chunk whose results lie after it."""
+    """Seqs of calls in the chunk whose results lie after it (as ``_keep_tool_pairs``
+    matches them)."""
     last = chunk[-1].pos
     return [
         int(r[0])
@@ -405,7 +413,12 @@ def _calls_answered_after(store: Store, conversation_id: int, chunk: list[Item])
             "CROSS JOIN messages rm ON rm.id = rp.message_id "
             "WHERE cm.conversation_id = ? AND cm.seq BETWEEN ? AND ? AND cp.kind = 'tool_call' "
             "AND cp.tool_call_id IS NOT NULL AND rp.kind = 'tool_result' "
-            "AND rm.conversation_id = ? AND rm.seq > ?",
+            "AND rm.conversation_id = ? AND rm.seq > ? "
+            "AND NOT EXISTS (SELECT 1 FROM message_parts op "
+            "CROSS JOIN messages om ON om.id = op.message_id "
+            "WHERE op.tool_call_id = cp.tool_call_id "
+            "AND op.kind = 'tool_call' AND om.conversation_id = cm.conversation_id "
+            "AND om.seq > cm.seq AND om.seq < rm.seq)",
             (conversation_id, chunk[0].pos, last, conversation_id, last),
         )
     ] or [last + 1]
@@ -418,8 +431,9 @@ def _condensed_chunk(
     max_depth: int,
     fanout: int | None,
 ) -> tuple[list[Item], int] | None:
-    """The oldest run of ``fanout`` contiguous same-depth summary items at the shallowest
-    depth that has one, and that depth."""
+    """The oldest run of at least ``fanout`` (default: the depth's own fanout) contiguous
+    same-depth summary items at the shallowest depth that has one, cut to the depth's
+    own fanout when longer, and that depth."""
     rows = list(
         store.execute(
             "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count, s.last_seq "
@@ -442,10 +456,15 @@ def _condensed_chunk(
     for depth in sorted(runs):
         if max_depth >= 0 and depth + 1 > max_depth:
             break
-        need = fanout or (config.leaf_fanout if depth == 0 else config.condensed_fanout)
+        normal = config.leaf_fanout if depth == 0 else config.condensed_fanout
+        need = fanout or normal
         for run in runs[depth]:
             if len(run) >= need:
-                return run[:need], depth
+                # Under pressure a short run folds too, but a long one still
+                # folds ``normal`` at a time: folding it two by two would leave
+                # summaries of different depths side by side, which can never
+                # fold together (a targeted compaction ended above a plain sweep).
+                return run[: max(need, normal)], depth
     return None
 
 

@@ -115,32 +115,36 @@ def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
         if earliest_call is None or earliest_call >= start:
             break
         start = earliest_call
-    # The item holding ``start`` (the last one at or before it): if it is a
-    # summary, the tail begins after the summary's range.
-    holder = store.one(
-        "SELECT summary_id FROM context_items WHERE conversation_id = ? AND pos <= ? "
-        "ORDER BY pos DESC LIMIT 1",
+    # The tail holds raw messages only: it begins after every summary reaching
+    # into it (not just the one holding ``start``: a late tool result can pull
+    # ``start`` back over several summaries).
+    covered = store.scalar(
+        "SELECT max(last_seq) FROM summaries WHERE conversation_id = ? AND last_seq >= ?",
         (conv.id, start),
     )
-    if holder is not None and holder[0] is not None:
-        last = int(store.scalar("SELECT last_seq FROM summaries WHERE id = ?", (holder[0],)))
-        if last >= start:
-            start = last + 1
+    if covered is not None:
+        start = int(covered) + 1
     return start
 
 
 def _earliest_call_of_results(store: Store, conversation_id: int, from_seq: int) -> int | None:
-    """Seq of the earliest message holding a call answered by a result at ``seq >= from_seq``."""
+    """Seq of the earliest message holding a call answered by a result at ``seq >= from_seq``.
+
+    A result answers the latest call of its id at or before it: some model
+    servers number calls afresh in every response (``call_0``), and matching
+    every call of the id would stretch the tail back to the first of them.
+    """
     # CROSS JOIN fixes the loop order (SQLite plans it left to right): start from
     # the few tail messages, not from every message of the conversation.
     value = store.scalar(
-        "SELECT min(cm.seq) FROM messages rm "
-        "CROSS JOIN message_parts rp ON rp.message_id = rm.id "
-        "CROSS JOIN message_parts cp ON cp.tool_call_id = rp.tool_call_id "
+        "SELECT min((SELECT max(cm.seq) FROM message_parts cp "
         "CROSS JOIN messages cm ON cm.id = cp.message_id "
+        "WHERE cp.tool_call_id = rp.tool_call_id AND cp.kind = 'tool_call' "
+        "AND cm.conversation_id = rm.conversation_id AND cm.seq <= rm.seq)) "
+        "FROM messages rm CROSS JOIN message_parts rp ON rp.message_id = rm.id "
         "WHERE rm.conversation_id = ? AND rm.seq >= ? AND rp.kind = 'tool_result' "
-        "AND rp.tool_call_id IS NOT NULL AND cp.kind = 'tool_call' AND cm.conversation_id = ?",
-        (conversation_id, from_seq, conversation_id),
+        "AND rp.tool_call_id IS NOT NULL",
+        (conversation_id, from_seq),
     )
     return None if value is None else int(value)
 

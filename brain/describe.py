@@ -193,7 +193,9 @@ def _describe_file(
 ) -> dict[str, Any]:
     row = store.one(
         "SELECT f.conversation_id, f.message_id, f.part_kind, f.encoding, f.byte_size, "
-        "f.token_count, f.sha256, f.created_at, c.session_id, m.client_id, p.tool_name "
+        # An OpenAI tool message names its tool in the message's name, as the stub shows it.
+        "f.token_count, f.sha256, f.created_at, c.session_id, m.client_id, "
+        "coalesce(p.tool_name, CASE WHEN m.role = 'tool' THEN m.name END) "
         "FROM large_files f JOIN conversations c ON c.id = f.conversation_id "
         "JOIN messages m ON m.id = f.message_id "
         "LEFT JOIN message_parts p ON p.file_id = f.file_id "

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from brain import BrainConfig, Store, open_store
+from brain import Brain, BrainConfig, Store, open_store
+from tests.brain.lcm import SMALL_BRAIN
 
 
 @pytest.fixture
@@ -18,3 +19,13 @@ def store(db_path: Path) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def small(db_path: Path) -> Iterator[Brain]:
+    """An engine with small compaction settings (``lcm.SMALL``): a few dozen messages fold."""
+    engine = Brain(db_path, SMALL_BRAIN)
+    try:
+        yield engine
+    finally:
+        engine.close()

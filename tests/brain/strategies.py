@@ -191,11 +191,14 @@ def tool_conversations(
     messages with ``tool_result`` blocks), delivered in order, reversed, late
     (after the next turn), early (before the call) or with one missing. Tool
     outputs are sometimes larger than ``large_chars`` (payload files). Call ids
-    are unique; most messages carry a client id ``m<i>``, some none.
+    are unique, or in some conversations numbered afresh in every response
+    (``call_0``, ``call_1``, as some model servers do); most messages carry a
+    client id ``m<i>``, some none.
     """
     out: list[MessageIn] = []
     late: list[MessageIn] = []
     calls = 0
+    renumber = draw(st.integers(0, 3)) == 0  # ids start again at 0 in every response
     for _turn in range(draw(st.integers(1, max_turns))):
         kind = draw(st.sampled_from(["user", "assistant", "tools", "tools", "tools"]))
         if kind != "tools":
@@ -205,7 +208,8 @@ def tool_conversations(
             continue
         anthropic = draw(st.booleans())
         n = draw(st.integers(1, 3))
-        ids = [f"{'toolu' if anthropic else 'call'}_{calls + i}" for i in range(n)]
+        first = 0 if renumber else calls
+        ids = [f"{'toolu' if anthropic else 'call'}_{first + i}" for i in range(n)]
         calls += n
         intro = draw(st.none() | sentences)
         paths = [f"src/file_{calls}_{i}.py" for i in range(n)]
@@ -218,6 +222,10 @@ def tool_conversations(
             ]
             call = MessageIn("assistant", blocks)
             together = draw(st.booleans())
+            # Now and then the user types something along with the results.
+            remark = (
+                [{"type": "text", "text": draw(sentences)}] if draw(st.integers(0, 4)) == 0 else []
+            )
             results = (
                 [
                     MessageIn(
@@ -225,7 +233,8 @@ def tool_conversations(
                         [
                             {"type": "tool_result", "tool_use_id": c, "content": o}
                             for c, o in zip(ids, outputs, strict=True)
-                        ],
+                        ]
+                        + remark,
                     )
                 ]
                 if together
