@@ -47,6 +47,7 @@ from brain.tokens import estimate_tokens, message_cost
 
 Format = Literal["openai", "anthropic"]
 _VIEW_LIMIT: Final = 64  # conversations whose views stay cached
+_ENTRY_BATCH: Final = 256  # entries loaded at once while walking back for stubs
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +95,7 @@ class _View:
     items: list[Item]
     positions: list[int]
     entries: dict[tuple[str, int], _Entry] = field(default_factory=dict)
-    ensured: int = 0  # items[:ensured] all have entries (entries are only ever added)
+    summary_indices: list[int] = field(default_factory=list)
 
 
 class Assembler:
@@ -115,33 +116,32 @@ class Assembler:
         start = tail_start(store, conv, tail_count)
         cut = bisect.bisect_left(view.positions, start)
         prefix, tail = view.items[:cut], view.items[cut:]
-        self._ensure_entries(store, view, view.items[view.ensured :])
-        view.ensured = len(view.items)
 
         tail_cost = sum(i.token_count for i in tail)
         room = options.budget - tail_cost
         picked: dict[int, bool] = {}  # pos -> shown as a stub
         # Summaries before raw history: they are compact and cover everything
         # older, so they are the last thing to give up. Each kind is taken
-        # newest first, stopping at the first item that does not fit.
-        for want_summaries in (True, False):
-            for item in reversed(prefix):
-                if item.is_message == want_summaries:
-                    continue
-                entry = view.entries[_key(item)]
-                stubbed = (
-                    options.stubs
-                    and entry.stub is not None
-                    and item.token_count > options.stub_tokens
-                    and entry.stub_cost < item.token_count
-                )
-                cost = entry.stub_cost if stubbed else item.token_count
+        # newest first, stopping at the first item that does not fit. Costs
+        # come from the items themselves; a rendered entry is needed only to
+        # price a stub, so a cold call loads just what it shows.
+        summaries = [view.items[i] for i in view.summary_indices if i < cut]
+        raw = (i for i in reversed(prefix) if i.is_message)
+        for candidates in (reversed(summaries), raw):
+            for item in candidates:
+                stubbed = False
+                cost = item.token_count
+                if options.stubs and item.is_message and cost > options.stub_tokens:
+                    entry = self._entry(store, view, item)
+                    if entry.stub is not None and entry.stub_cost < cost:
+                        stubbed, cost = True, entry.stub_cost
                 if cost > room:
                     break
                 picked[item.pos] = stubbed
                 room -= cost
         chosen = [(i, picked[i.pos]) for i in prefix if i.pos in picked]
         chosen += [(i, False) for i in tail]
+        self._ensure_entries(store, view, [i for i, _ in chosen])
         paired, report, tokens = _paired(store, conv.id, view, chosen)
         # Pairing can cost more than the items it was given (an error result
         # made up for a call never answered, a stub given its call's hint, a
@@ -168,7 +168,7 @@ class Assembler:
             messages = render_openai(paired)
 
         summaries_in = sum(1 for i, _ in chosen if not i.is_message)
-        summaries_all = sum(1 for i in view.items if not i.is_message)
+        summaries_all = len(view.summary_indices)
         flush = self._flush_due(store, conv, tail)
         return Assembled(
             messages=messages,
@@ -204,6 +204,9 @@ class Assembler:
         if view is not None and view.epoch == conv.compaction_epoch and view.items:
             # Only appends since the view was built: fetch the new items.
             new = items(store, conv.id, after_pos=view.items[-1].pos)
+            view.summary_indices += [
+                len(view.items) + n for n, i in enumerate(new) if not i.is_message
+            ]
             view.items += new
             view.positions += [i.pos for i in new]
             view.version = conv.context_version
@@ -216,11 +219,20 @@ class Assembler:
             loaded,
             [i.pos for i in loaded],
             {k: v for k, v in old.items() if k[0] == "m"},  # messages never change
+            [n for n, i in enumerate(loaded) if not i.is_message],
         )
         if len(self._views) >= _VIEW_LIMIT:
             self._views.pop(next(iter(self._views)))
         self._views[conv.id] = view
         return view
+
+    def _entry(self, store: Store, view: _View, item: Item) -> _Entry:
+        """The rendered entry of one item, loading it (and a batch before it) if needed."""
+        key = _key(item)
+        if key not in view.entries:
+            index = bisect.bisect_left(view.positions, item.pos)
+            self._ensure_entries(store, view, view.items[max(0, index - _ENTRY_BATCH) : index + 1])
+        return view.entries[key]
 
     def _ensure_entries(self, store: Store, view: _View, wanted: Sequence[Item]) -> None:
         missing_m = [

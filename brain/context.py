@@ -91,8 +91,8 @@ def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
 
     The newest ``fresh_tail_count`` messages, stretched back so that the newest
     user message (one that is not only tool results) and the calls of every
-    tool result in the tail are in it, and
-    then moved forward past any summary (the tail holds raw messages only).
+    tool result in the tail are in it, then moved forward past any summary
+    (the tail holds raw messages only).
     """
     if conv.max_seq == 0:
         return 1
@@ -118,9 +118,14 @@ def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
     # The tail holds raw messages only: it begins after every summary reaching
     # into it (not just the one holding ``start``: a late tool result can pull
     # ``start`` back over several summaries).
+    # Only summaries in the context list matter (a folded one lies inside one
+    # of them), and only items from the one holding ``start`` on: primary-key
+    # searches, not a scan of every summary the conversation ever had.
     covered = store.scalar(
-        "SELECT max(last_seq) FROM summaries WHERE conversation_id = ? AND last_seq >= ?",
-        (conv.id, start),
+        "SELECT max(s.last_seq) FROM context_items c JOIN summaries s ON s.id = c.summary_id "
+        "WHERE c.conversation_id = ? AND c.pos >= coalesce((SELECT max(pos) FROM context_items "
+        "WHERE conversation_id = ? AND pos <= ?), 0) AND s.last_seq >= ?",
+        (conv.id, conv.id, start, start),
     )
     if covered is not None:
         start = int(covered) + 1
