@@ -14,6 +14,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,6 +236,29 @@ class Store:
         self.conn.close()
 
 
+def _set_up(conn: apsw.Connection, config: BrainConfig) -> None:
+    """Apply the setup steps and migrations, retrying while another process holds a lock.
+
+    Some of it cannot use the busy handler: switching a new database to WAL,
+    or opening while another connection is creating or recovering the WAL,
+    answers "busy" at once. Every step is idempotent, so the whole setup is
+    retried with a short backoff until the busy timeout has passed.
+    """
+    deadline = time.monotonic() + config.busy_timeout_ms / 1000
+    pause = 0.005
+    while True:
+        try:
+            for _name, step in SETUP_STEPS:
+                step(conn, config)
+            migrate(conn)
+            return
+        except apsw.BusyError:
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+
 def files_dir_for(db_path: Path) -> Path:
     """The payload files directory beside a database: ``<db>-files``."""
     return db_path.with_name(db_path.name + "-files")
@@ -255,9 +279,7 @@ def open_store(path: str | os.PathLike[str], config: BrainConfig | None = None) 
     except (OSError, apsw.Error) as exc:
         raise StorageError(f"cannot open database {db_path}: {exc}") from exc
     try:
-        for _name, step in SETUP_STEPS:
-            step(conn, config)
-        migrate(conn)
+        _set_up(conn, config)
     except apsw.BusyError as exc:
         conn.close()
         raise StoreBusy(f"database {db_path} stayed locked during setup") from exc
