@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final, Literal
 
 import orjson
@@ -182,7 +182,7 @@ class Assembler:
                 "summaries": summaries_all - summaries_in,
                 "messages": len(view.items) - len(chosen) - (summaries_all - summaries_in),
             },
-            pairing=_pairing(report),
+            pairing=asdict(report),
             stubbed=sum(1 for _, s in chosen if s),
             context_tokens=conv.context_tokens,
             flush_recommended=flush,
@@ -342,12 +342,3 @@ def _answered_elsewhere(store: Store, conversation_id: int, turns: list[Turn]) -
         (orjson.dumps(open_calls).decode(), conversation_id),
     )
     return frozenset(str(r[0]) for r in rows)
-
-
-def _pairing(report: PairingReport) -> dict[str, int]:
-    return {
-        "moved": report.moved,
-        "dropped_results": report.dropped_results,
-        "dropped_calls": report.dropped_calls,
-        "synthesized": report.synthesized,
-    }

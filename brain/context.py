@@ -154,17 +154,6 @@ def _earliest_call_of_results(store: Store, conversation_id: int, from_seq: int)
     return None if value is None else int(value)
 
 
-def tail_tokens(store: Store, conversation_id: int, start: int) -> int:
-    """Tokens of the context items at or after ``start``."""
-    return int(
-        store.scalar(
-            "SELECT coalesce(sum(token_count), 0) FROM context_items "
-            "WHERE conversation_id = ? AND pos >= ?",
-            (conversation_id, start),
-        )
-    )
-
-
 def replace_run(
     store: Store,
     conv_id: int,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Final, Literal
 
 import orjson
 
@@ -71,6 +71,12 @@ _COLUMNS = (
 )
 
 
+_SHARED_FIELDS: Final = tuple(
+    f.name for f in fields(NewSummary) if f.name in {g.name for g in fields(Summary)}
+)
+"""What a stored Summary takes over unchanged from the NewSummary it came from."""
+
+
 def new_summary_id() -> str:
     """``sum_`` + 16 hex characters."""
     return "sum_" + secrets.token_hex(8)
@@ -114,24 +120,9 @@ def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
         "VALUES (?, ?, ?, ?)",
         sources,
     )
+    shared = {f: getattr(new, f) for f in _SHARED_FIELDS}
     return Summary(
-        row_id,
-        summary_id,
-        new.conversation_id,
-        new.kind,
-        new.depth,
-        new.content,
-        token_count,
-        new.first_seq,
-        new.last_seq,
-        new.earliest_at,
-        new.latest_at,
-        new.descendant_count,
-        new.descendant_tokens,
-        new.message_count,
-        new.file_ids,
-        new.summarizer,
-        created_at,
+        row_id=row_id, id=summary_id, token_count=token_count, created_at=created_at, **shared
     )
 
 
