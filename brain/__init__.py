@@ -4,7 +4,9 @@ JSON-RPC or event loops (the ``daemon`` package wraps it).
 Public names are re-exported here; modules are one concept each.
 """
 
-from brain.config import BrainConfig
+from brain.assemble import Assembled, AssembleOptions
+from brain.compaction import CompactionReport
+from brain.config import BrainConfig, CompactionConfig
 from brain.content import MessageIn
 from brain.engine import Brain, Info, SaveResult
 from brain.errors import (
@@ -21,8 +23,12 @@ from brain.store import Store, open_store
 from brain.version import __version__
 
 __all__ = [
+    "AssembleOptions",
+    "Assembled",
     "Brain",
     "BrainConfig",
+    "CompactionConfig",
+    "CompactionReport",
     "BrainError",
     "Conflict",
     "Info",
