@@ -11,19 +11,20 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from brain.assemble import Assembled, AssembleOptions, Assembler
 from brain.compaction import CompactionReport, Compactor
 from brain.config import BrainConfig
-from brain.content import MessageIn, restore
+from brain.content import MessageIn, normalize_time, restore
 from brain.context import conversation
 from brain.describe import describe, expand
 from brain.errors import NotFound
 from brain.files import read_file, stray_files
 from brain.ingest import GENERATED_ID, IngestResult, ingest
+from brain.search import GrepOptions, Hit, grep
 from brain.store import Store, open_store
 from brain.summarize import ExtractiveSummarizer, Summarizer
 from brain.version import __version__
@@ -176,6 +177,32 @@ class Brain:
         """Walk a summary down to its sources under a token cap."""
         with self._lock:
             return expand(self._store, summary_id, self._scope(session), max_tokens=max_tokens)
+
+    def grep(
+        self,
+        options: GrepOptions,
+        *,
+        session: str | None = None,
+        session_key: str | None = None,
+    ) -> list[Hit]:
+        """Search one session, a session key's sessions, or (neither given) everything."""
+        with self._lock:
+            store = self._store
+            if session is not None:
+                row = store.one("SELECT id FROM conversations WHERE session_id = ?", (session,))
+                options = replace(options, conversations=() if row is None else (int(row[0]),))
+            elif session_key is not None:
+                ids = store.execute(
+                    "SELECT id FROM conversations WHERE session_key = ?", (session_key,)
+                )
+                options = replace(options, conversations=tuple(int(r[0]) for r in ids))
+            if options.since is not None:
+                options = replace(options, since=normalize_time(options.since, "since"))
+            if options.before is not None:
+                options = replace(options, before=normalize_time(options.before, "before"))
+            if options.conversations == ():
+                return []
+            return grep(store, options)
 
     # -- compaction ---------------------------------------------------------
 

@@ -17,10 +17,12 @@ from typing import Any
 from brain import MessageIn
 from brain.assemble import AssembleOptions
 from brain.compaction import CompactionReport
+from brain.search import GrepOptions
 from daemon.context import Context
 from protocol.methods import (
     AssembleParams,
     CompactParams,
+    GrepParams,
     IngestParams,
     LookupParams,
     Message,
@@ -132,6 +134,29 @@ async def expand(ctx: Context, params: LookupParams) -> dict[str, Any]:
     )
 
 
+async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
+    """Messages and summaries matching a regex or free text, best first."""
+    options = GrepOptions(
+        query=params.query,
+        mode="regex" if params.mode == "regex" else "full_text",
+        scope="messages"
+        if params.scope == "messages"
+        else ("summaries" if params.scope == "summaries" else "both"),
+        since=params.since,
+        before=params.before,
+        limit=params.limit,
+    )
+    started = time.perf_counter()
+    hits = await ctx.db(
+        ctx.brain.grep, options, session=params.session, session_key=params.session_key
+    )
+    return {
+        "mode": params.mode,
+        "hits": [dataclasses.asdict(h) for h in hits],
+        "took_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
+
+
 def _report(report: CompactionReport) -> dict[str, Any]:
     return {
         "leaf_passes": report.leaf_passes,
@@ -183,6 +208,7 @@ HANDLERS: dict[str, Handler] = {
     "compact": Handler(compact, _session_lane, mutates=True, holds_lane=False),
     "describe": Handler(describe, _session_lane, holds_lane=False),
     "expand": Handler(expand, _session_lane, holds_lane=False),
+    "grep": Handler(grep, _session_lane, holds_lane=False),
     "save": Handler(save, _no_lane),
     "reload": Handler(reload, _no_lane),
     "shutdown": Handler(shutdown, _no_lane),

@@ -217,6 +217,58 @@ class LookupParams:
         return cls(target, session, max_tokens, lines)
 
 
+GREP_MODES: Final = ("regex", "full_text", "semantic", "hybrid")
+GREP_MODES_AVAILABLE: Final = ("regex", "full_text")
+GREP_SCOPES: Final = ("messages", "summaries", "both")
+
+
+@dataclass(frozen=True, slots=True)
+class GrepParams:
+    """``grep``: ``{"query", "mode", "session"? | "session_key"? | "all"?, "limit"?, ...}``.
+
+    ``scope``: messages, summaries or both (default); ``since`` / ``before``:
+    ISO-8601 bounds on when the message was written. Reads are scoped to one
+    session unless ``session_key`` (every session filed under it) or
+    ``all: true`` is given.
+    """
+
+    query: str
+    mode: str
+    session: str | None = None
+    session_key: str | None = None
+    all: bool = False
+    scope: str = "both"
+    since: str | None = None
+    before: str | None = None
+    limit: int = 20
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        query = f.required_str("query", max_len=4_096)
+        mode = f.optional_str("mode") or "full_text"
+        if mode not in GREP_MODES:
+            raise InvalidParams(f"params.mode: must be one of {', '.join(GREP_MODES)}")
+        if mode not in GREP_MODES_AVAILABLE:
+            raise InvalidParams(
+                f"params.mode: {mode} search needs the embedding index, which this version "
+                f"does not have yet; use {' or '.join(GREP_MODES_AVAILABLE)}"
+            )
+        session = f.optional_str("session")
+        session_key = f.optional_str("session_key")
+        everything = f.optional_bool("all", default=False)
+        if sum((session is not None, session_key is not None, everything)) != 1:
+            raise InvalidParams("params.session: give exactly one of session, session_key, all")
+        scope = f.optional_str("scope") or "both"
+        if scope not in GREP_SCOPES:
+            raise InvalidParams(f"params.scope: must be one of {', '.join(GREP_SCOPES)}")
+        since = f.optional_str("since", max_len=64)
+        before = f.optional_str("before", max_len=64)
+        limit = f.optional_int("limit", default=20, minimum=1, maximum=1_000)
+        f.done()
+        return cls(query, mode, session, session_key, everything, scope, since, before, limit)
+
+
 @dataclass(frozen=True, slots=True)
 class MethodSpec:
     """A method's params type and a one-line description for the reference."""
@@ -232,6 +284,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "assemble": MethodSpec(AssembleParams, "model-ready context for a session under a budget"),
     "compact": MethodSpec(CompactParams, "fold a session's history into summaries now"),
     "describe": MethodSpec(LookupParams, "what a summary, payload file or message id holds"),
+    "grep": MethodSpec(GrepParams, "find messages and summaries by regex or full text"),
     "expand": MethodSpec(LookupParams, "walk a summary down to its sources under a cap"),
     "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
     "reload": MethodSpec(NoParams, "reopen the database and rebuild hot state"),

@@ -267,3 +267,20 @@ async def test_eof_without_final_newline_still_answers_the_last_line(running: Ha
     await running.eof()
     assert await running.read() == {"id": 1, "result": {"pong": True}}
     await running.wait_finished()
+
+
+async def test_grep_finds_an_ingested_message_through_the_protocol(running: Harness) -> None:
+    message = {"id": "m1", "role": "user", "content": "the staging database migration failed"}
+    await running.write(
+        {"id": 1, "method": "ingest", "params": {"session": "g", "message": message}}
+    )
+    await running.read()
+    await running.write(
+        {"id": 2, "method": "grep", "params": {"query": "migration", "session": "g"}},
+        {"id": 3, "method": "grep", "params": {"query": "x", "mode": "semantic", "all": True}},
+    )
+    frames = {f["id"]: f for f in await running.read_n(2)}
+    hits = frames[2]["result"]["hits"]
+    assert [(h["kind"], h["id"]) for h in hits] == [("message", "m1")]
+    assert frames[3]["error"]["code"] == -32602
+    assert frames[3]["error"]["message"].startswith("params.mode")

@@ -1,0 +1,220 @@
+"""grep: finding what was said, in messages and summaries.
+
+Two modes so far:
+
+* ``full_text``: FTS5 with bm25 ranking. The user's text is reduced to its
+  words, each quoted, so punctuation, quotes and operator words (AND, NOT,
+  NEAR) are searched for rather than interpreted and never raise. The FTS
+  index drives the query even when it is scoped to one conversation (a
+  CROSS JOIN fixes the loop order).
+* ``regex``: the ``regex`` module's engine with a time budget for the whole
+  search; rows are scanned newest first in pages, so a pathological pattern
+  ends with an error within the budget and memory stays flat.
+
+Hits carry the ids ``describe`` and ``expand`` take: a message's client id
+(or ``msg_<n>``), a summary's ``sum_`` id.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import orjson
+import regex
+
+from brain.errors import InvalidInput
+from brain.ingest import public_message_id
+from brain.store import Store
+
+Mode = Literal["regex", "full_text"]
+Scope = Literal["messages", "summaries", "both"]
+
+_WORD: Final = regex.compile(r"[\p{L}\p{N}_]+")
+_PAGE: Final = 500
+_SNIPPET_CHARS: Final = 160
+REGEX_BUDGET_S: Final = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class GrepOptions:
+    """What to search for and where. ``conversations`` None means every conversation."""
+
+    query: str
+    mode: Mode = "full_text"
+    scope: Scope = "both"
+    conversations: tuple[int, ...] | None = None
+    since: str | None = None
+    before: str | None = None
+    limit: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One match: a message or a summary, with a snippet around the match."""
+
+    kind: Literal["message", "summary"]
+    id: str
+    session: str
+    score: float
+    snippet: str
+    created_at: str
+    seq: int | None = None
+    role: str | None = None
+
+
+def grep(store: Store, options: GrepOptions) -> list[Hit]:
+    """Matches, best first (full_text) or newest first (regex), at most ``options.limit``."""
+    if options.mode == "regex":
+        return _regex(store, options)
+    return _full_text(store, options)
+
+
+# -- full text ----------------------------------------------------------------------
+
+
+def fts_query(text: str) -> str | None:
+    """The FTS5 query for free text: its words, quoted, OR-ed (None if it has none)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    if not words:
+        return None
+    return " OR ".join(f'"{w}"' for w in words[:64])
+
+
+def _full_text(store: Store, options: GrepOptions) -> list[Hit]:
+    match = fts_query(options.query)
+    if match is None:
+        raise InvalidInput("query", "has no words to search for")
+    hits: list[Hit] = []
+    convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
+    since = options.since or ""
+    before = options.before or "\uffff"
+    if options.scope in ("messages", "both"):
+        rows = store.execute(
+            "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, "
+            "bm25(messages_fts), snippet(messages_fts, 0, '[', ']', '…', 16) "
+            "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "CROSS JOIN conversations c ON c.id = m.conversation_id "
+            "WHERE messages_fts MATCH ? AND (? IS NULL OR m.conversation_id IN "
+            "(SELECT value FROM json_each(?))) AND m.created_at >= ? AND m.created_at < ? "
+            "ORDER BY bm25(messages_fts) LIMIT ?",
+            (match, convs, convs, since, before, options.limit),
+        )
+        hits += [
+            Hit(
+                "message", public_message_id(r[0], r[1]), r[5], -float(r[6]), r[7], r[4], r[2], r[3]
+            )
+            for r in rows
+        ]
+    if options.scope in ("summaries", "both"):
+        rows = store.execute(
+            "SELECT s.summary_id, s.latest_at, c.session_id, bm25(summaries_fts), "
+            "snippet(summaries_fts, 0, '[', ']', '…', 16) "
+            "FROM summaries_fts CROSS JOIN summaries s ON s.id = summaries_fts.rowid "
+            "CROSS JOIN conversations c ON c.id = s.conversation_id "
+            "WHERE summaries_fts MATCH ? AND (? IS NULL OR s.conversation_id IN "
+            "(SELECT value FROM json_each(?))) AND s.latest_at >= ? AND s.earliest_at < ? "
+            "ORDER BY bm25(summaries_fts) LIMIT ?",
+            (match, convs, convs, since, before, options.limit),
+        )
+        hits += [Hit("summary", r[0], r[2], -float(r[3]), r[4], r[1]) for r in rows]
+    hits.sort(key=lambda h: h.score, reverse=True)
+    return hits[: options.limit]
+
+
+# -- regex --------------------------------------------------------------------------
+
+
+def _regex(store: Store, options: GrepOptions) -> list[Hit]:
+    try:
+        pattern = regex.compile(options.query, regex.IGNORECASE if options.query.islower() else 0)
+    except regex.error as exc:
+        raise InvalidInput("query", f"is not a valid regular expression: {exc}") from None
+    deadline = time.monotonic() + REGEX_BUDGET_S
+    hits: list[Hit] = []
+    if options.scope in ("messages", "both"):
+        hits += _scan(store, options, pattern, deadline, _MESSAGE_PAGE, "message")
+    if options.scope in ("summaries", "both") and len(hits) < options.limit:
+        hits += _scan(store, options, pattern, deadline, _SUMMARY_PAGE, "summary")
+    return hits[: options.limit]
+
+
+_MESSAGE_PAGE: Final = (
+    "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content "
+    "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+    "WHERE m.id < ? AND (? IS NULL OR m.conversation_id IN (SELECT value FROM json_each(?))) "
+    "AND m.created_at >= ? AND m.created_at < ? ORDER BY m.id DESC LIMIT ?"
+)
+_SUMMARY_PAGE: Final = (
+    "SELECT s.id, s.summary_id, NULL, NULL, s.latest_at, c.session_id, s.content "
+    "FROM summaries s JOIN conversations c ON c.id = s.conversation_id "
+    "WHERE s.id < ? AND (? IS NULL OR s.conversation_id IN (SELECT value FROM json_each(?))) "
+    "AND s.latest_at >= ? AND s.earliest_at < ? ORDER BY s.id DESC LIMIT ?"
+)
+
+
+def _scan(
+    store: Store,
+    options: GrepOptions,
+    pattern: Any,
+    deadline: float,
+    page_sql: str,
+    kind: Literal["message", "summary"],
+) -> list[Hit]:
+    convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
+    hits: list[Hit] = []
+    cursor_id = 1 << 62
+    while len(hits) < options.limit:
+        rows: Sequence[Any] = list(
+            store.execute(
+                page_sql,
+                (cursor_id, convs, convs, options.since or "", options.before or "\uffff", _PAGE),
+            )
+        )
+        if not rows:
+            break
+        for row in rows:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise InvalidInput("query", "regular expression took too long (over 1 s)")
+            try:
+                found = pattern.search(row[6], timeout=remaining)
+            except TimeoutError:
+                raise InvalidInput("query", "regular expression took too long (over 1 s)") from None
+            if found is None:
+                continue
+            hit_id = public_message_id(row[0], row[1]) if kind == "message" else str(row[1])
+            hits.append(
+                Hit(
+                    kind,
+                    hit_id,
+                    row[5],
+                    1.0,
+                    _snippet(row[6], found.start(), found.end()),
+                    row[4],
+                    row[2],
+                    row[3],
+                )
+            )
+            if len(hits) >= options.limit:
+                break
+        cursor_id = int(rows[-1][0])
+    return hits
+
+
+def _snippet(text: str, start: int, end: int) -> str:
+    """The match with context around it, marked like FTS snippets: ``…before [match] after…``."""
+    pad = max(0, (_SNIPPET_CHARS - (end - start)) // 2)
+    left = max(0, start - pad)
+    right = min(len(text), end + pad)
+    return (
+        ("…" if left > 0 else "")
+        + text[left:start]
+        + "["
+        + text[start:end]
+        + "]"
+        + text[end:right]
+        + ("…" if right < len(text) else "")
+    )

@@ -1,0 +1,114 @@
+"""grep over messages and summaries: full text (bm25) and bounded regex."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brain import Brain, InvalidInput, MessageIn
+from brain.search import GrepOptions, fts_query
+
+
+def _fill(brain: Brain) -> None:
+    brain.ingest(
+        "s",
+        [
+            MessageIn(
+                "user",
+                "The deploy of service alpha failed at 14:02",
+                client_id="u1",
+                created_at="2026-01-01T10:00:00Z",
+            ),
+            MessageIn(
+                "assistant",
+                "The database migration timed out; see /var/log/app.log",
+                client_id="a1",
+                created_at="2026-01-02T10:00:00Z",
+            ),
+            MessageIn(
+                "user",
+                "東京のサーバーで障害が発生しました",
+                client_id="u2",
+                created_at="2026-01-03T10:00:00Z",
+            ),
+        ],
+    )
+    brain.ingest("t", [MessageIn("user", "alpha release notes", client_id="x1")], session_key="k")
+
+
+def test_full_text_ranks_the_matching_message_first_and_carries_its_ids(fresh_brain: Brain) -> None:
+    _fill(fresh_brain)
+    hits = fresh_brain.grep(GrepOptions("migration timeout log"), session="s")
+    assert hits[0].id == "a1"
+    assert hits[0].kind == "message"
+    assert hits[0].session == "s"
+    assert "[migration]" in hits[0].snippet
+
+
+def test_full_text_is_scoped_to_the_session_unless_asked_for_all(fresh_brain: Brain) -> None:
+    _fill(fresh_brain)
+    assert {h.id for h in fresh_brain.grep(GrepOptions("alpha"), session="s")} == {"u1"}
+    assert {h.id for h in fresh_brain.grep(GrepOptions("alpha"))} == {"u1", "x1"}
+    assert {h.id for h in fresh_brain.grep(GrepOptions("alpha"), session_key="k")} == {"x1"}
+    assert fresh_brain.grep(GrepOptions("alpha"), session="nobody") == []
+
+
+def test_since_and_before_bound_the_time_of_writing(fresh_brain: Brain) -> None:
+    _fill(fresh_brain)
+    opts = GrepOptions("the", since="2026-01-02T00:00:00Z", before="2026-01-03T00:00:00Z")
+    assert [h.id for h in fresh_brain.grep(opts, session="s")] == ["a1"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_any_user_text_is_a_safe_full_text_query(text: str) -> None:
+    query = fts_query(text)
+    if query is not None:
+        assert query.count('"') % 2 == 0
+        assert all(part.startswith('"') and part.endswith('"') for part in query.split(" OR "))
+
+
+def test_operator_words_and_punctuation_never_raise(fresh_brain: Brain) -> None:
+    _fill(fresh_brain)
+    for text in ['"unbalanced', "alpha AND NOT (", "NEAR(x y", "*alpha*", "col:alpha", "a - b ^ c"]:
+        fresh_brain.grep(GrepOptions(text), session="s")
+    with pytest.raises(InvalidInput, match="query"):
+        fresh_brain.grep(GrepOptions("!!! ---"), session="s")
+
+
+def test_regex_finds_paths_newest_first_with_a_marked_snippet(fresh_brain: Brain) -> None:
+    _fill(fresh_brain)
+    hits = fresh_brain.grep(GrepOptions(r"/var/log/\w+\.log", mode="regex"), session="s")
+    assert [h.id for h in hits] == ["a1"]
+    assert "[/var/log/app.log]" in hits[0].snippet
+
+
+def test_a_pathological_regex_is_an_error_not_a_hang(fresh_brain: Brain) -> None:
+    fresh_brain.ingest("s", [MessageIn("user", "a" * 3000 + "b")])  # under the payload threshold
+    with pytest.raises(InvalidInput, match="too long"):
+        fresh_brain.grep(GrepOptions(r"(a|aa)+$", mode="regex"), session="s")
+
+
+def test_an_invalid_regex_names_the_query(fresh_brain: Brain) -> None:
+    _fill(fresh_brain)
+    with pytest.raises(InvalidInput, match="not a valid regular expression"):
+        fresh_brain.grep(GrepOptions("(unclosed", mode="regex"), session="s")
+
+
+def test_summaries_are_searchable_after_compaction(fresh_brain: Brain) -> None:
+    words = ["alpha", "deploy", "database", "migration", "service", "timeout", "retry"]
+    messages = [
+        MessageIn(
+            "user" if i % 2 == 0 else "assistant",
+            " ".join(words[(i + k) % len(words)] for k in range(120)) + f" zebra{i}",
+        )
+        for i in range(120)
+    ]
+    fresh_brain.ingest("s", messages)
+    report = fresh_brain.compact("s")
+    assert report.summaries
+    hits = fresh_brain.grep(GrepOptions("migration", scope="summaries"), session="s")
+    assert hits
+    assert all(h.kind == "summary" and h.id.startswith("sum_") for h in hits)
+    assert fresh_brain.describe(hits[0].id, session="s")["kind"] == "summary"
