@@ -76,11 +76,95 @@ def grep(store: Store, options: GrepOptions) -> list[Hit]:
 
 
 def fts_query(text: str) -> str | None:
-    """The FTS5 query for free text: its words, quoted, OR-ed (None if it has none)."""
+    """The FTS5 query for free text: its words, quoted, OR-ed (None if it has none).
+
+    Stop words are dropped when anything else is left: they match most rows,
+    so they cost the most (a query with "the" ranked every row: 15 ms instead
+    of 0.5 at 100k messages) and add least to the ranking.
+    """
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    content = [w for w in words if w not in STOP_WORDS]
+    words = content or words
     if not words:
         return None
     return " OR ".join(f'"{w}"' for w in words[:64])
+
+
+STOP_WORDS: Final = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "too",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
+)
 
 
 def _full_text(store: Store, options: GrepOptions) -> list[Hit]:
