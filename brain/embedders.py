@@ -11,8 +11,9 @@ WordPiece tokens' rows (at most ``max_tokens`` tokens, unknown tokens dropped), 
 no files, is deterministic across processes and platforms, and is meant for tests.
 
 Both return ``float32`` arrays of shape ``(len(texts), dim)`` with unit-length rows, except
-that a text with no usable token (empty or whitespace only) gets the zero vector, so that it
-is similar to nothing rather than to an arbitrary direction.
+that a text with no usable token (empty, whitespace only, or only unknown tokens such as a
+single word longer than 100 characters) gets the zero vector, so that it is similar to
+nothing rather than to an arbitrary direction.
 """
 
 from __future__ import annotations
