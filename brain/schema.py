@@ -187,7 +187,26 @@ UPDATE conversations SET
                   WHERE c.conversation_id = conversations.id);
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)
+# Version 3: suppression (hide without deleting) and grants (scoped, budgeted,
+# expiring access for delegated sub-agents).
+_V3: Final = """
+ALTER TABLE messages ADD COLUMN suppressed_at TEXT;
+ALTER TABLE summaries ADD COLUMN suppressed_at TEXT;
+
+CREATE TABLE grants (
+    grant_id    TEXT PRIMARY KEY,
+    sessions    TEXT NOT NULL DEFAULT '[]',
+    session_key TEXT,
+    methods     TEXT NOT NULL,
+    token_cap   INTEGER NOT NULL,
+    tokens_used INTEGER NOT NULL DEFAULT 0,
+    created_at  TEXT NOT NULL,
+    expires_at  TEXT NOT NULL,
+    revoked_at  TEXT
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
