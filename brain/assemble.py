@@ -91,7 +91,7 @@ class _Entry:
 @dataclass
 class _View:
     version: int
-    epoch: int
+    epoch: tuple[int, int]  # (compaction, suppression): a change means rebuild, not append
     items: list[Item]
     positions: list[int]
     entries: dict[tuple[str, int], _Entry] = field(default_factory=dict)
@@ -199,9 +199,10 @@ class Assembler:
 
     def _view(self, store: Store, conv: Conversation) -> _View:
         view = self._views.get(conv.id)
-        if view is not None and view.version == conv.context_version:
+        epoch = (conv.compaction_epoch, conv.suppress_epoch)
+        if view is not None and view.version == conv.context_version and view.epoch == epoch:
             return view
-        if view is not None and view.epoch == conv.compaction_epoch and view.items:
+        if view is not None and view.epoch == epoch and view.items:
             # Only appends since the view was built: fetch the new items.
             new = items(store, conv.id, after_pos=view.items[-1].pos)
             view.summary_indices += [
@@ -215,7 +216,7 @@ class Assembler:
         old = view.entries if view is not None else {}
         view = _View(
             conv.context_version,
-            conv.compaction_epoch,
+            epoch,
             loaded,
             [i.pos for i in loaded],
             {k: v for k, v in old.items() if k[0] == "m"},  # messages never change

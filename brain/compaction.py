@@ -159,7 +159,9 @@ class Compactor:
         request = SummaryRequest(
             kind="leaf",
             depth=0,
-            items=tuple(_message_item(m) for m in messages),
+            # Suppressed messages stay in the lineage but their text must
+            # not leak into the summary.
+            items=tuple(_message_item(m) for m in messages if not m.suppressed),
             target_tokens=self.config.leaf_target_tokens,
             previous=previous,
         )
@@ -209,7 +211,7 @@ class Compactor:
         request = SummaryRequest(
             kind="condensed",
             depth=depth + 1,
-            items=tuple(_summary_item(s) for s in ordered),
+            items=tuple(_summary_item(s) for s in ordered if not s.suppressed),
             target_tokens=self.config.condensed_target_tokens,
             previous=previous,
         )

@@ -33,6 +33,7 @@ class Conversation:
     context_version: int
     compaction_epoch: int
     flush_epoch: int
+    suppress_epoch: int
     max_seq: int
 
 
@@ -56,7 +57,7 @@ def conversation(store: Store, session: str) -> Conversation:
     """The conversation of a session; ``NotFound`` if it has none."""
     row = store.one(
         "SELECT c.id, c.session_id, c.session_key, c.context_tokens, c.raw_tokens, "
-        "c.context_version, c.compaction_epoch, c.flush_epoch, "
+        "c.context_version, c.compaction_epoch, c.flush_epoch, c.suppress_epoch, "
         "(SELECT coalesce(max(seq), 0) FROM messages m WHERE m.conversation_id = c.id) "
         "FROM conversations c WHERE c.session_id = ?",
         (session,),
@@ -75,12 +76,15 @@ def conversation_by_id(store: Store, conversation_id: int) -> Conversation:
 
 
 def items(store: Store, conversation_id: int, after_pos: int = 0) -> list[Item]:
-    """The context items with ``pos > after_pos``, in order."""
+    """The visible context items with ``pos > after_pos``, in order (suppressed ones left out)."""
     return [
         Item(*row)
         for row in store.execute(
-            "SELECT pos, message_id, summary_id, depth, token_count FROM context_items "
-            "WHERE conversation_id = ? AND pos > ? ORDER BY pos",
+            "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count "
+            "FROM context_items c LEFT JOIN messages m ON m.id = c.message_id "
+            "LEFT JOIN summaries s ON s.id = c.summary_id "
+            "WHERE c.conversation_id = ? AND c.pos > ? "
+            "AND m.suppressed_at IS NULL AND s.suppressed_at IS NULL ORDER BY c.pos",
             (conversation_id, after_pos),
         )
     ]

@@ -41,6 +41,7 @@ class Summary:
     file_ids: tuple[str, ...]
     summarizer: str
     created_at: str
+    suppressed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,7 @@ class NewSummary:
 _COLUMNS = (
     "id, summary_id, conversation_id, kind, depth, content, token_count, first_seq, last_seq, "
     "earliest_at, latest_at, descendant_count, descendant_tokens, message_count, file_ids, "
-    "summarizer, created_at"
+    "summarizer, created_at, suppressed_at IS NOT NULL"
 )
 
 
@@ -217,6 +218,7 @@ def _summary(row: tuple[object, ...]) -> Summary:
         file_ids,
         summarizer,
         created,
+        suppressed,
     ) = row
     return Summary(
         int(str(row_id)),
@@ -236,4 +238,5 @@ def _summary(row: tuple[object, ...]) -> Summary:
         tuple(orjson.loads(str(file_ids))),
         str(summarizer),
         str(created),
+        bool(suppressed),
     )

@@ -38,14 +38,20 @@ def describe(
     max_tokens: int = 4_000,
     lines: tuple[int, int] | None = None,
     get_message: Callable[[int], dict[str, Any]] | None = None,
+    include_suppressed: bool = False,
 ) -> dict[str, Any]:
-    """Describe a summary (``sum_``), payload file (``file_``) or message id."""
+    """Describe a summary (``sum_``), payload file (``file_``) or message id.
+
+    Suppressed items (and payload files of suppressed messages) are reported
+    as not found unless ``include_suppressed``.
+    """
     if SUMMARY_ID_RE.fullmatch(target):
-        return _describe_summary(store, _scoped_summary(store, target, scope))
+        summary = _scoped_summary(store, target, scope, include_suppressed)
+        return _describe_summary(store, summary)
     if FILE_ID_RE.fullmatch(target):
-        return _describe_file(store, target, scope, max_tokens, lines)
+        return _describe_file(store, target, scope, max_tokens, lines, include_suppressed)
     if get_message is not None:
-        row = _message_row(store, target, scope)
+        row = _message_row(store, target, scope, include_suppressed)
         return {
             "kind": "message",
             "id": target,
@@ -53,6 +59,7 @@ def describe(
             "session": row[2],
             "covered_by": _covering_summary(store, row[0]),
             "message": get_message(row[0]),
+            "suppressed": row[3],
         }
     raise NotFound(f"no summary, file or message {target!r}", id=target)
 
@@ -75,7 +82,7 @@ def expand(
         next_level: list[Summary] = []
         for summary in level:
             if summary.kind == "condensed":
-                kids = children(store, summary)
+                kids = [k for k in children(store, summary) if not k.suppressed]
                 entries = [_summary_entry(k) for k in kids]
                 next_level += kids
             else:
@@ -92,6 +99,7 @@ def expand(
                         "parent": summary.id,
                     }
                     for m in messages
+                    if not m.suppressed
                 ]
             for entry in entries:
                 if summary.kind == "condensed":
@@ -118,9 +126,11 @@ def expand(
 # -- summaries --------------------------------------------------------------------
 
 
-def _scoped_summary(store: Store, summary_id: str, scope: Scope) -> Summary:
+def _scoped_summary(
+    store: Store, summary_id: str, scope: Scope, include_suppressed: bool = False
+) -> Summary:
     summary = summary_by_id(store, summary_id)
-    if not scope(summary.conversation_id):
+    if not scope(summary.conversation_id) or (summary.suppressed and not include_suppressed):
         raise NotFound(f"no summary {summary_id!r}", id=summary_id)
     return summary
 
@@ -189,20 +199,26 @@ def _summary_entry(summary: Summary) -> dict[str, Any]:
 
 
 def _describe_file(
-    store: Store, file_id: str, scope: Scope, max_tokens: int, lines: tuple[int, int] | None
+    store: Store,
+    file_id: str,
+    scope: Scope,
+    max_tokens: int,
+    lines: tuple[int, int] | None,
+    include_suppressed: bool,
 ) -> dict[str, Any]:
     row = store.one(
         "SELECT f.conversation_id, f.message_id, f.part_kind, f.encoding, f.byte_size, "
         # An OpenAI tool message names its tool in the message's name, as the stub shows it.
         "f.token_count, f.sha256, f.created_at, c.session_id, m.client_id, "
-        "coalesce(p.tool_name, CASE WHEN m.role = 'tool' THEN m.name END) "
+        "coalesce(p.tool_name, CASE WHEN m.role = 'tool' THEN m.name END), "
+        "m.suppressed_at IS NOT NULL "
         "FROM large_files f JOIN conversations c ON c.id = f.conversation_id "
         "JOIN messages m ON m.id = f.message_id "
         "LEFT JOIN message_parts p ON p.file_id = f.file_id "
         "WHERE f.file_id = ?",
         (file_id,),
     )
-    if row is None or not scope(int(row[0])):
+    if row is None or not scope(int(row[0])) or (row[-1] and not include_suppressed):
         raise NotFound(f"no file {file_id!r}", id=file_id)
     data = read_file(store.files_dir, file_id)
     found = explore(data, encoding="json" if row[3] == "json" else "utf8", hint=row[10])
@@ -257,11 +273,13 @@ def _truncate(text: str, max_tokens: int) -> str:
 # -- messages ---------------------------------------------------------------------
 
 
-def _message_row(store: Store, message_id: str, scope: Scope) -> tuple[int, int, str]:
-    """(row id, seq, session) of a message by client id or generated ``msg_<n>`` id."""
+def _message_row(
+    store: Store, message_id: str, scope: Scope, include_suppressed: bool = False
+) -> tuple[int, int, str, bool]:
+    """(row id, seq, session, suppressed) of a message by client id or ``msg_<n>`` id."""
     rows = list(
         store.execute(
-            "SELECT m.id, m.seq, c.session_id, c.id FROM messages m "
+            "SELECT m.id, m.seq, c.session_id, c.id, m.suppressed_at IS NOT NULL FROM messages m "
             "JOIN conversations c ON c.id = m.conversation_id WHERE m.client_id = ?",
             (message_id,),
         )
@@ -270,19 +288,19 @@ def _message_row(store: Store, message_id: str, scope: Scope) -> tuple[int, int,
     if generated:
         rows += list(
             store.execute(
-                "SELECT m.id, m.seq, c.session_id, c.id FROM messages m "
-                "JOIN conversations c ON c.id = m.conversation_id "
+                "SELECT m.id, m.seq, c.session_id, c.id, m.suppressed_at IS NOT NULL "
+                "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
                 "WHERE m.id = ? AND m.client_id IS NULL",
                 (int(generated.group(1)),),
             )
         )
-    visible = [r for r in rows if scope(int(r[3]))]
+    visible = [r for r in rows if scope(int(r[3])) and (include_suppressed or not r[4])]
     if len(visible) != 1:
         if len(visible) > 1:
             raise InvalidInput("session", f"message id {message_id!r} is ambiguous; give a session")
         raise NotFound(f"no message {message_id!r}", id=message_id)
     row = visible[0]
-    return int(row[0]), int(row[1]), str(row[2])
+    return int(row[0]), int(row[1]), str(row[2]), bool(row[4])
 
 
 def _covering_summary(store: Store, message_row_id: int) -> str | None:

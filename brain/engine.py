@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from brain import grants
 from brain.assemble import Assembled, AssembleOptions, Assembler
 from brain.compaction import CompactionReport, Compactor
 from brain.config import BrainConfig
@@ -23,9 +24,11 @@ from brain.context import conversation
 from brain.describe import describe, expand
 from brain.errors import NotFound
 from brain.files import read_file, stray_files
+from brain.grants import Grant, Reach
 from brain.ingest import GENERATED_ID, IngestResult, ingest
 from brain.search import GrepOptions, Hit, grep
 from brain.store import Store, open_store
+from brain.suppress import SuppressResult, set_suppressed
 from brain.summarize import ExtractiveSummarizer, Summarizer
 from brain.version import __version__
 
@@ -159,6 +162,7 @@ class Brain:
         session: str | None,
         max_tokens: int = 4_000,
         lines: tuple[int, int] | None = None,
+        include_suppressed: bool = False,
     ) -> dict[str, Any]:
         """Describe a summary, payload file or message id within a session (None: all)."""
         with self._lock:
@@ -169,6 +173,17 @@ class Brain:
                 max_tokens=max_tokens,
                 lines=lines,
                 get_message=self._restore,
+                include_suppressed=include_suppressed,
+            )
+
+    def suppress(
+        self, ids: Sequence[str], *, session: str | None, suppressed: bool = True
+    ) -> SuppressResult:
+        """Hide (or, with ``suppressed=False``, show again) messages and summaries by id."""
+        stamp = normalize_time(None, "now")
+        with self._lock:
+            return set_suppressed(
+                self._store, ids, self._scope(session), suppressed=suppressed, now=stamp
             )
 
     def expand(
@@ -203,6 +218,48 @@ class Brain:
             if options.conversations == ():
                 return []
             return grep(store, options)
+
+    # -- grants ---------------------------------------------------------------
+
+    def create_grant(
+        self,
+        *,
+        sessions: Sequence[str],
+        session_key: str | None,
+        methods: Sequence[str],
+        token_cap: int,
+        ttl_s: float,
+    ) -> Grant:
+        """Store a new grant; see ``brain.grants.create``."""
+        with self._lock:
+            return grants.create(
+                self._store,
+                sessions=sessions,
+                session_key=session_key,
+                methods=methods,
+                token_cap=token_cap,
+                ttl_s=ttl_s,
+            )
+
+    def get_grant(self, grant_id: str) -> Grant:
+        """The stored grant (``NotFound`` if unknown)."""
+        with self._lock:
+            return grants.get(self._store, grant_id)
+
+    def revoke_grant(self, grant_id: str) -> Grant:
+        """Revoke a grant; idempotent."""
+        with self._lock:
+            return grants.revoke(self._store, grant_id)
+
+    def check_grant(self, grant_id: str, method: str, reach: Reach) -> Grant:
+        """Raise unless the grant allows ``method`` over ``reach`` now."""
+        with self._lock:
+            return grants.check(self._store, grant_id, method, reach)
+
+    def charge_grant(self, grant_id: str, tokens: int) -> int:
+        """Add an answer's cost to the grant's usage; return the new total."""
+        with self._lock:
+            return grants.charge(self._store, grant_id, tokens)
 
     # -- compaction ---------------------------------------------------------
 

@@ -6,6 +6,8 @@
     ├── InvalidInput        a caller gave data the engine cannot accept (names the field)
     ├── NotFound            an id or session that does not exist
     ├── Conflict            a write that contradicts what is stored
+    ├── GrantDenied         a grant that is unknown, expired or revoked, or a request outside it
+    ├── GrantExhausted      a grant whose token cap is used up
     ├── StoreBusy           the database stayed locked past the busy timeout
     ├── StorageError        the database or files directory failed underneath us
     └── ProviderError       an LLM or embedding provider failed (after retries) or is tripped
@@ -51,6 +53,27 @@ class Conflict(BrainError):
     """The write contradicts stored state (a session already filed under another key)."""
 
     default_message = "conflict"
+
+
+class GrantDenied(BrainError):
+    """The grant does not allow this request; ``reason`` says why.
+
+    Reasons: ``unknown`` (including a malformed id), ``expired``, ``revoked``,
+    ``method`` (not granted) or ``scope`` (a session or key outside the grant,
+    or a request over every conversation).
+    """
+
+    default_message = "grant denied"
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message, reason=reason)
+        self.reason = reason
+
+
+class GrantExhausted(BrainError):
+    """The grant's token cap is already used up."""
+
+    default_message = "grant exhausted"
 
 
 class StoreBusy(BrainError):

@@ -193,7 +193,8 @@ def _insert(
     )
     message_id = int(store.conn.last_insert_rowid())
     store.execute(
-        "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", (message_id, msg.content)
+        "INSERT INTO messages_fts (rowid, content, name) VALUES (?, ?, ?)",
+        (message_id, msg.content, msg.name),
     )
     store.execute(
         "INSERT INTO context_items (conversation_id, pos, message_id, token_count) "

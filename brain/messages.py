@@ -48,6 +48,7 @@ class StoredMessage:
     token_count: int
     created_at: str
     parts: tuple[StoredPart, ...]
+    suppressed: bool = False
 
     @property
     def tool_call_ids(self) -> tuple[str, ...]:
@@ -66,11 +67,13 @@ class StoredMessage:
 # statement with one binding and no SQL is ever built from values.
 _BY_IDS: Final = (
     "SELECT m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
-    "m.token_count, m.created_at FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+    "m.token_count, m.created_at, m.suppressed_at IS NOT NULL "
+    "FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
 )
 _BY_RANGE: Final = (
     "SELECT m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
-    "m.token_count, m.created_at FROM messages m WHERE m.conversation_id = ? "
+    "m.token_count, m.created_at, m.suppressed_at IS NOT NULL "
+    "FROM messages m WHERE m.conversation_id = ? "
     "AND m.seq BETWEEN ? AND ? ORDER BY m.seq"
 )
 _PARTS: Final = (
@@ -121,6 +124,7 @@ def _message(row: tuple[Any, ...], parts: tuple[StoredPart, ...]) -> StoredMessa
         token_count=int(row[7]),
         created_at=str(row[8]),
         parts=parts,
+        suppressed=bool(row[9]),
     )
 
 

@@ -183,6 +183,7 @@ def _full_text(store: Store, options: GrepOptions) -> list[Hit]:
             "CROSS JOIN conversations c ON c.id = m.conversation_id "
             "WHERE messages_fts MATCH ? AND (? IS NULL OR m.conversation_id IN "
             "(SELECT value FROM json_each(?))) AND m.created_at >= ? AND m.created_at < ? "
+            "AND m.suppressed_at IS NULL "
             "ORDER BY bm25(messages_fts) LIMIT ?",
             (match, convs, convs, since, before, options.limit),
         )
@@ -200,6 +201,7 @@ def _full_text(store: Store, options: GrepOptions) -> list[Hit]:
             "CROSS JOIN conversations c ON c.id = s.conversation_id "
             "WHERE summaries_fts MATCH ? AND (? IS NULL OR s.conversation_id IN "
             "(SELECT value FROM json_each(?))) AND s.latest_at >= ? AND s.earliest_at < ? "
+            "AND s.suppressed_at IS NULL "
             "ORDER BY bm25(summaries_fts) LIMIT ?",
             (match, convs, convs, since, before, options.limit),
         )
@@ -229,13 +231,15 @@ _MESSAGE_PAGE: Final = (
     "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content "
     "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
     "WHERE m.id < ? AND (? IS NULL OR m.conversation_id IN (SELECT value FROM json_each(?))) "
-    "AND m.created_at >= ? AND m.created_at < ? ORDER BY m.id DESC LIMIT ?"
+    "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
+    "ORDER BY m.id DESC LIMIT ?"
 )
 _SUMMARY_PAGE: Final = (
     "SELECT s.id, s.summary_id, NULL, NULL, s.latest_at, c.session_id, s.content "
     "FROM summaries s JOIN conversations c ON c.id = s.conversation_id "
     "WHERE s.id < ? AND (? IS NULL OR s.conversation_id IN (SELECT value FROM json_each(?))) "
-    "AND s.latest_at >= ? AND s.earliest_at < ? ORDER BY s.id DESC LIMIT ?"
+    "AND s.latest_at >= ? AND s.earliest_at < ? AND s.suppressed_at IS NULL "
+    "ORDER BY s.id DESC LIMIT ?"
 )
 
 

@@ -4,7 +4,9 @@
 method, validates params into their typed object and computes the request's
 *lane* (requests on one lane, e.g. one session, run in arrival order). Errors
 found here are answered at once. ``execute`` runs the handler and turns its
-result or exception into a frame. ``to_wire`` is the only place where engine
+result or exception into a frame. A call carrying a grant is checked against
+it first (in a worker thread) and, once answered, charged the estimated tokens
+of its encoded result. ``to_wire`` is the only place where engine
 and foreign exceptions become protocol errors.
 """
 
@@ -18,11 +20,13 @@ import apsw
 
 import brain.errors as engine
 from brain import Brain
+from brain.grants import Reach
+from brain.tokens import estimate_tokens
 from daemon.context import Context
 from daemon.handlers import HANDLERS, Handler
 from daemon.logs import log
 from protocol import errors as wire
-from protocol.methods import METHODS
+from protocol.methods import GRANTABLE, METHODS
 from protocol.wire import Rejected, Request, error_frame, parse_request, result_frame
 
 
@@ -70,6 +74,11 @@ class Dispatcher:
         if handler is None or spec is None:
             err = wire.MethodNotFound(f"unknown method {parsed.method!r}")
             return self._reject(parsed.id, err, parsed.notification, parsed.jsonrpc)
+        if parsed.grant is not None and parsed.method not in GRANTABLE:
+            # Refused here, not in ``execute``: ``shutdown`` never reaches it,
+            # and no grant may stop the daemon.
+            denied = wire.ScopeDenied(f"{parsed.method!r} cannot be granted", {"reason": "method"})
+            return self._reject(parsed.id, denied, parsed.notification, parsed.jsonrpc)
         try:
             params = spec.params.from_obj(parsed.params)
         except wire.RPCError as exc:
@@ -80,13 +89,22 @@ class Dispatcher:
         """Run a prepared call; return its response frame (None for a notification)."""
         request = call.request
         try:
+            if request.grant is not None:
+                reach = reach_of(call.params)
+                await self.context.db(self.brain.check_grant, request.grant, request.method, reach)
             result = await call.handler.run(self.context, call.params)
+            frame = result_frame(request.id, result, request.jsonrpc)
+            if request.grant is not None:
+                # Charged after the answer is built: a call that passes the cap
+                # still returns (it was allowed when it started); the next is refused.
+                tokens = estimate_tokens(frame.decode("utf-8", "replace"))
+                await self.context.db(self.brain.charge_grant, request.grant, tokens)
         except Exception as exc:  # the boundary: every failure becomes a wire error
             err = to_wire(exc, request.method)
             return None if request.notification else error_frame(request.id, err, request.jsonrpc)
         if call.handler.mutates:
             self.context.note_write()
-        return None if request.notification else result_frame(request.id, result, request.jsonrpc)
+        return None if request.notification else frame
 
     def reject(self, call: Call, error: wire.RPCError) -> Answer:
         """Answer a prepared call with an error instead of running it."""
@@ -98,7 +116,24 @@ class Dispatcher:
         return Answer(None if notification else error_frame(request_id, error, jsonrpc))
 
 
+def reach_of(params: Any) -> Reach:
+    """What a call's params touch, for the grant check.
+
+    Every params type with a ``session`` field is session-scoped: without a
+    session or session key it reaches every conversation (``all: true``).
+    """
+    session = getattr(params, "session", None)
+    session_key = getattr(params, "session_key", None)
+    scoped = hasattr(params, "session")
+    everything = bool(getattr(params, "all", False)) or (
+        scoped and session is None and session_key is None
+    )
+    return Reach(session, session_key, everything)
+
+
 _ENGINE_ERRORS: dict[type[engine.BrainError], type[wire.RPCError]] = {
+    engine.GrantDenied: wire.ScopeDenied,
+    engine.GrantExhausted: wire.BudgetExceeded,
     engine.NotFound: wire.NotFound,
     engine.Conflict: wire.Conflict,
     engine.StoreBusy: wire.Busy,

@@ -22,11 +22,14 @@ from daemon.context import Context
 from protocol.methods import (
     AssembleParams,
     CompactParams,
+    GrantParams,
     GrepParams,
     IngestParams,
     LookupParams,
     Message,
     NoParams,
+    RevokeParams,
+    SuppressParams,
 )
 
 HandlerFn = Callable[[Context, Any], Awaitable[Any]]
@@ -124,6 +127,7 @@ async def describe(ctx: Context, params: LookupParams) -> dict[str, Any]:
         session=params.session,
         max_tokens=params.max_tokens,
         lines=params.lines,
+        include_suppressed=params.include_suppressed,
     )
 
 
@@ -155,6 +159,50 @@ async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
         "hits": [dataclasses.asdict(h) for h in hits],
         "took_ms": round((time.perf_counter() - started) * 1000, 3),
     }
+
+
+async def suppress(ctx: Context, params: SuppressParams) -> dict[str, Any]:
+    """Hide messages or summaries (nothing is deleted)."""
+    result = await ctx.db(ctx.brain.suppress, params.ids, session=params.session)
+    return {
+        "suppressed": result.changed,
+        "already": result.unchanged,
+        "not_found": result.not_found,
+    }
+
+
+async def unsuppress(ctx: Context, params: SuppressParams) -> dict[str, Any]:
+    """Show suppressed messages or summaries again."""
+    result = await ctx.db(ctx.brain.suppress, params.ids, session=params.session, suppressed=False)
+    return {
+        "unsuppressed": result.changed,
+        "already": result.unchanged,
+        "not_found": result.not_found,
+    }
+
+
+async def grant(ctx: Context, params: GrantParams) -> dict[str, Any]:
+    """Store a scoped, budgeted, expiring grant; the id is what a sub-agent carries."""
+    created = await ctx.db(
+        ctx.brain.create_grant,
+        sessions=params.sessions,
+        session_key=params.session_key,
+        methods=params.methods,
+        token_cap=params.token_cap,
+        ttl_s=params.ttl_s,
+    )
+    return {
+        "grant_id": created.grant_id,
+        "expires_at": created.expires_at,
+        "methods": list(created.methods),
+        "token_cap": created.token_cap,
+    }
+
+
+async def revoke(ctx: Context, params: RevokeParams) -> dict[str, Any]:
+    """Revoke a grant at once; revoking it again is a no-op."""
+    await ctx.db(ctx.brain.revoke_grant, params.grant_id)
+    return {"revoked": True}
 
 
 def _report(report: CompactionReport) -> dict[str, Any]:
@@ -209,6 +257,10 @@ HANDLERS: dict[str, Handler] = {
     "describe": Handler(describe, _session_lane, holds_lane=False),
     "expand": Handler(expand, _session_lane, holds_lane=False),
     "grep": Handler(grep, _session_lane, holds_lane=False),
+    "suppress": Handler(suppress, _session_lane, mutates=True),
+    "unsuppress": Handler(unsuppress, _session_lane, mutates=True),
+    "grant": Handler(grant, _no_lane, mutates=True),
+    "revoke": Handler(revoke, _no_lane, mutates=True),
     "save": Handler(save, _no_lane),
     "reload": Handler(reload, _no_lane),
     "shutdown": Handler(shutdown, _no_lane),

@@ -96,14 +96,23 @@ class Conflict(RPCError):
 
 
 class ScopeDenied(RPCError):
-    """The request reaches outside its session's or grant's scope, or the grant is invalid."""
+    """The request reaches outside its session's or grant's scope, or the grant is invalid.
+
+    For a request carrying a grant, ``data.reason`` says which: ``unknown``
+    (also a malformed id), ``expired``, ``revoked``, ``method`` (not granted,
+    or never grantable) or ``scope`` (another session or key, or ``all``).
+    """
 
     CODE = -32003
     MESSAGE = "scope denied"
 
 
 class BudgetExceeded(RPCError):
-    """A token or grant budget would be exceeded."""
+    """A token or grant budget would be exceeded.
+
+    For a grant: its ``token_cap`` is already used up (``data``: ``token_cap``,
+    ``tokens_used``). The call that crossed the cap was answered; later ones are not.
+    """
 
     CODE = -32004
     MESSAGE = "budget exceeded"

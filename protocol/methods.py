@@ -189,6 +189,7 @@ class LookupParams:
     session: str | None
     max_tokens: int = 4_000
     lines: tuple[int, int] | None = None
+    include_suppressed: bool = False
 
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
@@ -213,8 +214,35 @@ class LookupParams:
             ):
                 raise InvalidParams("params.lines: must be [first, last] with 1 <= first <= last")
             lines = (raw_lines[0], raw_lines[1])
+        include_suppressed = f.optional_bool("include_suppressed", default=False)
         f.done()
-        return cls(target, session, max_tokens, lines)
+        return cls(target, session, max_tokens, lines, include_suppressed)
+
+
+@dataclass(frozen=True, slots=True)
+class SuppressParams:
+    """``suppress`` / ``unsuppress``: ``{"ids": [message or summary ids], "session" | "all"}``."""
+
+    ids: tuple[str, ...]
+    session: str | None
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        raw = f.optional_list("ids", max_items=1_000)
+        if not raw:
+            raise InvalidParams("params.ids: required, a non-empty array of ids")
+        for i, value in enumerate(raw):
+            if not isinstance(value, str) or not value or len(value) > MAX_ID_LEN:
+                raise InvalidParams(f"params.ids[{i}]: must be a message or summary id")
+        session = f.optional_str("session")
+        everything = f.optional_bool("all", default=False)
+        if session is not None and everything:
+            raise InvalidParams("params.all: give either session or all, not both")
+        if session is None and not everything:
+            raise InvalidParams("params.session: required unless all is true")
+        f.done()
+        return cls(tuple(raw), session)
 
 
 GREP_MODES: Final = ("regex", "full_text", "semantic", "hybrid")
@@ -269,6 +297,71 @@ class GrepParams:
         return cls(query, mode, session, session_key, everything, scope, since, before, limit)
 
 
+GRANTABLE: Final = ("ping", "ingest", "assemble", "compact", "describe", "expand", "grep")
+"""Methods a grant may allow. ``info`` is not (its counts span every session),
+nor are ``grant``/``revoke`` (a sub-agent must not mint access) or the
+lifecycle methods."""
+MAX_GRANT_TTL_S: Final = 30 * 24 * 3600.0
+GRANT_ID_LEN: Final = 20
+
+
+@dataclass(frozen=True, slots=True)
+class GrantParams:
+    """``grant``: ``{"sessions"? | "session_key"?, "methods", "token_cap", "ttl_s"}``.
+
+    At least one of ``sessions`` (session ids) and ``session_key`` (every
+    session filed under it); ``methods`` from ``GRANTABLE``.
+    """
+
+    sessions: tuple[str, ...]
+    session_key: str | None
+    methods: tuple[str, ...]
+    token_cap: int
+    ttl_s: float
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        raw_sessions = f.optional_list("sessions", max_items=1_000)
+        sessions = tuple(_strings(raw_sessions or [], f.path("sessions")))
+        session_key = f.optional_str("session_key")
+        if not sessions and session_key is None:
+            raise InvalidParams("params.sessions: give sessions, session_key or both")
+        raw_methods = f.optional_list("methods", max_items=len(GRANTABLE))
+        if not raw_methods:
+            raise InvalidParams("params.methods: required, a non-empty array")
+        methods = tuple(_strings(raw_methods, f.path("methods")))
+        for i, name in enumerate(methods):
+            if name not in GRANTABLE:
+                raise InvalidParams(
+                    f"params.methods[{i}]: {name!r} is not grantable; use {', '.join(GRANTABLE)}"
+                )
+        token_cap = f.optional_int("token_cap", default=0, minimum=1, maximum=1 << 53)
+        if token_cap == 0:
+            raise InvalidParams("params.token_cap: required")
+        ttl_s = f.optional_number("ttl_s")
+        if ttl_s is None:
+            raise InvalidParams("params.ttl_s: required")
+        if not 0 < ttl_s <= MAX_GRANT_TTL_S:
+            raise InvalidParams(f"params.ttl_s: must be > 0 and <= {MAX_GRANT_TTL_S:g}")
+        f.done()
+        return cls(sessions, session_key, methods, token_cap, ttl_s)
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeParams:
+    """``revoke``: ``{"grant_id"}``."""
+
+    grant_id: str
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        grant_id = f.required_str("grant_id", max_len=GRANT_ID_LEN)
+        f.done()
+        return cls(grant_id)
+
+
 @dataclass(frozen=True, slots=True)
 class MethodSpec:
     """A method's params type and a one-line description for the reference."""
@@ -285,11 +378,22 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "compact": MethodSpec(CompactParams, "fold a session's history into summaries now"),
     "describe": MethodSpec(LookupParams, "what a summary, payload file or message id holds"),
     "grep": MethodSpec(GrepParams, "find messages and summaries by regex or full text"),
+    "suppress": MethodSpec(SuppressParams, "hide messages or summaries from every agent path"),
+    "unsuppress": MethodSpec(SuppressParams, "show suppressed messages or summaries again"),
     "expand": MethodSpec(LookupParams, "walk a summary down to its sources under a cap"),
+    "grant": MethodSpec(GrantParams, "scoped, budgeted, expiring access for a sub-agent"),
+    "revoke": MethodSpec(RevokeParams, "end a grant now (idempotent)"),
     "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
     "reload": MethodSpec(NoParams, "reopen the database and rebuild hot state"),
     "shutdown": MethodSpec(NoParams, "finish in-flight requests, flush, exit 0"),
 }
+
+
+def _strings(values: list[Any], where: str) -> list[str]:
+    for i, value in enumerate(values):
+        if not isinstance(value, str) or not value or len(value) > MAX_ID_LEN:
+            raise InvalidParams(f"{where}[{i}]: must be a string of 1..{MAX_ID_LEN} characters")
+    return values
 
 
 def _check_block(block: Any, where: str) -> None:

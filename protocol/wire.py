@@ -2,7 +2,9 @@
 
 A request is ``{"id": str|int|null, "method": str, "params": object}``; without
 an ``id`` member it is a notification and gets no response. ``"jsonrpc":
-"2.0"`` is accepted and echoed. ``parse_request`` never raises: it returns a
+"2.0"`` is accepted and echoed. A request (or notification) may carry a grant
+as a top-level ``"grant": "grt_..."`` member: it then runs only within that
+grant (see ``brain.grants``). ``parse_request`` never raises: it returns a
 ``Request`` or a ``Rejected`` carrying the error and whatever id it could read,
 so the caller can always answer.
 """
@@ -19,7 +21,8 @@ from protocol.framing import encode_frame
 
 RequestId = str | int | None
 MAX_METHOD_LEN: Final = 128
-_MEMBERS: Final = frozenset({"id", "method", "params", "jsonrpc"})
+MAX_GRANT_LEN: Final = 64
+_MEMBERS: Final = frozenset({"id", "method", "params", "jsonrpc", "grant"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,7 @@ class Request:
     params: dict[str, Any]
     notification: bool = False
     jsonrpc: bool = False
+    grant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,14 @@ def parse_request(line: bytes) -> Request | Rejected:
             False,
             jsonrpc,
         )
+    grant = obj.get("grant")
+    if "grant" in obj and (not isinstance(grant, str) or not grant or len(grant) > MAX_GRANT_LEN):
+        return Rejected(
+            request_id,
+            InvalidRequest(f"grant must be a string of 1..{MAX_GRANT_LEN} characters"),
+            False,
+            jsonrpc,
+        )
     params = obj.get("params", {})
     if params is None:
         params = {}
@@ -88,7 +100,7 @@ def parse_request(line: bytes) -> Request | Rejected:
             notification,
             jsonrpc,
         )
-    return Request(request_id, method, params, notification, jsonrpc)
+    return Request(request_id, method, params, notification, jsonrpc, grant)
 
 
 def result_frame(request_id: RequestId, result: Any, jsonrpc: bool = False) -> bytes:

@@ -83,3 +83,21 @@ def test_response_frames_echo_jsonrpc_only_when_asked() -> None:
     }
     frame = orjson.loads(error_frame(None, errors.ParseError("bad")))
     assert frame == {"id": None, "error": {"code": -32700, "message": "bad"}}
+
+
+def test_a_grant_member_is_carried_on_requests_and_notifications() -> None:
+    line = b'{"id": 1, "method": "grep", "params": {}, "grant": "grt_0123456789abcdef"}'
+    assert parse_request(line) == Request(1, "grep", {}, grant="grt_0123456789abcdef")
+    parsed = parse_request(b'{"method": "ping", "grant": "grt_0123456789abcdef"}')
+    assert isinstance(parsed, Request)
+    assert parsed.notification
+    assert parsed.grant == "grt_0123456789abcdef"
+    assert parse_request(b'{"id": 1, "method": "ping"}') == Request(1, "ping", {})
+
+
+@pytest.mark.parametrize("grant", [b"1", b'""', b"null", b'["grt_0123456789abcdef"]'])
+def test_a_grant_member_that_is_not_a_non_empty_string_is_rejected(grant: bytes) -> None:
+    parsed = parse_request(b'{"id": 7, "method": "ping", "grant": ' + grant + b"}")
+    assert isinstance(parsed, Rejected)
+    assert parsed.id == 7
+    assert parsed.error.code == errors.InvalidRequest.CODE

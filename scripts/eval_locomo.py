@@ -1,0 +1,401 @@
+"""Retrieval quality on LoCoMo: evidence-turn recall@k, MRR and session recall per grep mode.
+
+Usage::
+
+    python scripts/eval_locomo.py DATA.json --json [--modes full_text,regex] [--db PATH]
+
+Each sample (conversation) is ingested through the daemon protocol as one
+session named by its ``sample_id``: every turn becomes a message whose ``id``
+is its ``dia_id``, ``name`` its speaker, ``created_at`` its session's date and
+time (plus one second per turn, to keep the order), and whose content is the
+turn's text with ``[image: caption]`` appended when it shares an image. The
+daemon runs with ``--auto-compact false`` so only raw messages are searched.
+
+Every question then goes through ``grep`` (``scope: messages``, limit 50,
+within its own conversation) in each requested mode, and the returned message
+ids are scored against the question's evidence ``dia_id``s, as in the LoCoMo
+paper: per question, recall@k is the share of its evidence turns in the top
+k, averaged over questions; recall_all@k counts a question only when all of
+its evidence is in the top k; MRR uses the first evidence turn's rank (0 when
+none is returned); session recall@k is the share of the evidence's sessions
+among the sessions of the top k turns. Figures are given for all questions,
+per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
+5 adversarial) and for all but category 5.
+
+Evidence ids are extracted with ``D\\d+:\\d+`` (a few are malformed, e.g.
+``"D8:6; D9:17"``), normalised (``D30:05`` -> ``D30:5``); ids missing from
+their conversation are dropped, and questions left without evidence are
+skipped. Both counts are reported.
+
+With ``--json`` one JSON object goes to stdout (recalls in percent; a mode the
+daemon refuses is reported as ``{"error": ...}``); the tables go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+from protocol.client import Client
+from protocol.errors import RPCError
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+KS: Final = (5, 10, 25, 50)
+LIMIT: Final = 50
+BATCH: Final = 200
+CATEGORIES: Final = {
+    "1": "multi-hop",
+    "2": "temporal",
+    "3": "open-domain",
+    "4": "single-hop",
+    "5": "adversarial",
+}
+_EVIDENCE: Final = re.compile(r"D(\d+):(\d+)")
+_DIA: Final = re.compile(r"^D(\d+):(\d+)$")
+_DATE: Final = re.compile(
+    r"^\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$",
+    re.IGNORECASE,
+)
+_MONTHS: Final = {
+    name: i
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+
+
+# -- data ---------------------------------------------------------------------------
+
+
+def parse_locomo_date(text: str) -> datetime | None:
+    """``"1:56 pm on 8 May, 2023"`` as a naive datetime (None if it does not parse)."""
+    m = _DATE.match(text)
+    if m is None:
+        return None
+    hour, minute, half, day, month_name, year = m.groups()
+    month = _MONTHS.get(month_name.lower())
+    if month is None:
+        return None
+    h = int(hour) % 12 + (12 if half.lower() == "p" else 0)
+    try:
+        return datetime(int(year), month, int(day), h, int(minute))
+    except ValueError:
+        return None
+
+
+def iso(moment: datetime) -> str:
+    """ISO-8601 in UTC with a ``Z`` (the dates carry no zone; UTC is as good as any)."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def normalise_dia_id(raw: str) -> str | None:
+    """``D30:05`` -> ``D30:5``; None when it is not a dia id."""
+    m = _DIA.match(raw.strip())
+    return None if m is None else f"D{int(m.group(1))}:{int(m.group(2))}"
+
+
+def session_of(dia_id: str) -> str:
+    """The session part of a dia id: ``D8:6`` -> ``D8``."""
+    return dia_id.split(":", 1)[0]
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """The turn's text, with its image caption appended when it shares one."""
+    text = str(turn.get("text") or "")
+    caption = turn.get("blip_caption")
+    if caption:
+        text = f"{text} [image: {caption}]" if text else f"[image: {caption}]"
+    return text
+
+
+def session_keys(conversation: dict[str, Any]) -> list[str]:
+    """The ``session_N`` keys holding turn lists, in session order."""
+    keys = [
+        k
+        for k, v in conversation.items()
+        if re.fullmatch(r"session_\d+", k) and isinstance(v, list) and v
+    ]
+    return sorted(keys, key=lambda k: int(k.split("_")[1]))
+
+
+def messages_of(sample: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The sample's turns as protocol messages, and how many session dates did not parse."""
+    conversation = sample["conversation"]
+    speakers = [conversation.get("speaker_a"), conversation.get("speaker_b")]
+    messages: list[dict[str, Any]] = []
+    bad_dates = 0
+    seen: set[str] = set()
+    for key in session_keys(conversation):
+        date = parse_locomo_date(str(conversation.get(f"{key}_date_time") or ""))
+        if date is None:
+            bad_dates += 1
+        for i, turn in enumerate(conversation[key]):
+            dia = normalise_dia_id(str(turn.get("dia_id", ""))) or str(turn.get("dia_id", ""))
+            if not dia or dia in seen:
+                continue  # a turn without a usable id cannot be scored against
+            seen.add(dia)
+            speaker = str(turn.get("speaker") or "")
+            msg: dict[str, Any] = {
+                "id": dia,
+                "role": "assistant" if speaker and speaker == speakers[1] else "user",
+                "content": turn_text(turn),
+            }
+            if speaker:
+                msg["name"] = speaker
+            if date is not None:
+                msg["created_at"] = iso(date + timedelta(seconds=i))
+            messages.append(msg)
+    return messages, bad_dates
+
+
+@dataclass(slots=True)
+class Question:
+    """One scored question: its conversation, text, category and evidence turns."""
+
+    sample_id: str
+    question: str
+    category: str
+    evidence: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Dataset:
+    """The questions to score, and what had to be skipped along the way."""
+
+    questions: list[Question] = field(default_factory=list)
+    skipped_evidence_ids: int = 0
+    skipped_questions: int = 0
+    malformed_evidence_fields: int = 0
+
+
+def questions_of(samples: Sequence[dict[str, Any]]) -> Dataset:
+    """Every question with at least one evidence turn present in its conversation."""
+    data = Dataset()
+    for sample in samples:
+        conversation = sample["conversation"]
+        known = {
+            normalise_dia_id(str(t.get("dia_id", "")))
+            for k in session_keys(conversation)
+            for t in conversation[k]
+        }
+        for qa in sample.get("qa", []):
+            ids: list[str] = []
+            for raw in qa.get("evidence") or []:
+                found = _EVIDENCE.findall(str(raw))
+                if len(found) != 1 or normalise_dia_id(str(raw)) is None:
+                    data.malformed_evidence_fields += 1
+                ids += [f"D{int(s)}:{int(t)}" for s, t in found]
+            unique = list(dict.fromkeys(ids))
+            present = tuple(i for i in unique if i in known)
+            data.skipped_evidence_ids += len(unique) - len(present)
+            if not present or not str(qa.get("question") or "").strip():
+                data.skipped_questions += 1
+                continue
+            data.questions.append(
+                Question(
+                    str(sample["sample_id"]),
+                    str(qa["question"]),
+                    str(qa.get("category", "?")),
+                    present,
+                )
+            )
+    return data
+
+
+# -- scoring ------------------------------------------------------------------------
+
+
+def score_question(ranked: Sequence[str], evidence: Iterable[str]) -> dict[str, float]:
+    """Per-question figures (fractions, not percent) for a ranked list of turn ids."""
+    gold = set(evidence)
+    gold_sessions = {session_of(e) for e in gold}
+    out: dict[str, float] = {}
+    for k in KS:
+        top = set(ranked[:k])
+        found = len(gold & top)
+        out[f"recall@{k}"] = found / len(gold)
+        out[f"recall_all@{k}"] = float(found == len(gold))
+        sessions = {session_of(r) for r in ranked[:k]}
+        out[f"session_recall@{k}"] = len(gold_sessions & sessions) / len(gold_sessions)
+    rr = 0.0
+    for rank, turn in enumerate(ranked, start=1):
+        if turn in gold:
+            rr = 1.0 / rank
+            break
+    out["mrr"] = rr
+    return out
+
+
+METRICS: Final = (
+    *(f"recall@{k}" for k in KS),
+    *(f"recall_all@{k}" for k in KS),
+    "mrr",
+    *(f"session_recall@{k}" for k in KS),
+)
+
+
+def aggregate(rows: Sequence[dict[str, float]]) -> dict[str, Any]:
+    """Means over questions: recalls in percent (1 decimal), MRR as a fraction (3)."""
+    out: dict[str, Any] = {}
+    for metric in METRICS:
+        mean = sum(r[metric] for r in rows) / len(rows) if rows else 0.0
+        out[metric] = round(mean, 3) if metric == "mrr" else round(100 * mean, 1)
+    out["questions"] = len(rows)
+    return out
+
+
+def summarise(questions: Sequence[Question], rows: Sequence[dict[str, float]]) -> dict[str, Any]:
+    """Overall figures, plus ``by_category`` (each category and ``all_but_5``)."""
+    by_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for q, r in zip(questions, rows, strict=True):
+        by_cat[q.category].append(r)
+    result = aggregate(rows)
+    cats = {c: aggregate(by_cat[c]) for c in sorted(by_cat)}
+    cats["all_but_5"] = aggregate(
+        [r for q, r in zip(questions, rows, strict=True) if q.category != "5"]
+    )
+    result["by_category"] = cats
+    return result
+
+
+# -- running ------------------------------------------------------------------------
+
+
+def ingest_all(client: Client, samples: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Ingest every sample as one session; counts of turns, duplicates and bad dates."""
+    totals = {"turns": 0, "ingested": 0, "duplicates": 0, "unparsed_session_dates": 0}
+    for sample in samples:
+        messages, bad_dates = messages_of(sample)
+        totals["turns"] += len(messages)
+        totals["unparsed_session_dates"] += bad_dates
+        for start in range(0, len(messages), BATCH):
+            result = client.call(
+                "ingest",
+                {"session": str(sample["sample_id"]), "messages": messages[start : start + BATCH]},
+                timeout=300,
+            )
+            totals["ingested"] += int(result.get("ingested", 0))
+            totals["duplicates"] += int(result.get("duplicates", 0))
+    return totals
+
+
+def run_mode(client: Client, mode: str, questions: Sequence[Question]) -> dict[str, Any]:
+    """Grep every question in ``mode`` and score it; ``{"error": ...}`` if the mode is refused."""
+    rows: list[dict[str, float]] = []
+    failed = 0
+    started = time.perf_counter()
+    for i, q in enumerate(questions):
+        params = {
+            "query": q.question,
+            "mode": mode,
+            "session": q.sample_id,
+            "scope": "messages",
+            "limit": LIMIT,
+        }
+        try:
+            result = client.call("grep", params)
+        except RPCError as exc:
+            if i == 0 and exc.code == -32602 and "mode" in exc.message:
+                return {"error": f"{exc.code}: {exc.message}"}
+            failed += 1  # e.g. a question with no words, or an invalid regex: nothing found
+            result = {"hits": []}
+        ranked = [h["id"] for h in result.get("hits", []) if h.get("kind", "message") == "message"]
+        rows.append(score_question(ranked, q.evidence))
+    out = summarise(questions, rows)
+    out["failed_queries"] = failed
+    out["grep_seconds"] = round(time.perf_counter() - started, 2)
+    return out
+
+
+def table(mode: str, result: dict[str, Any]) -> str:
+    """A human-readable table of one mode's figures."""
+    if "error" in result:
+        return f"{mode}: {result['error']}\n"
+    cols: tuple[str, ...] = ("recall@5", "recall@10", "recall@25", "recall@50")
+    cols += ("recall_all@10", "mrr", "session_recall@5")
+    head = f"{'':<24}" + "".join(f"{c:>18}" for c in cols) + f"{'n':>6}"
+    lines = [f"== {mode} ==", head]
+    groups = [("all", result)]
+    groups += [
+        (f"{c} {CATEGORIES.get(c, '')}".strip(), v) for c, v in result["by_category"].items()
+    ]
+    for name, g in groups:
+        lines.append(f"{name:<24}" + "".join(f"{g[c]:>18}" for c in cols) + f"{g['questions']:>6}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("data", type=Path, help="a LoCoMo JSON file (list of samples)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    parser.add_argument("--modes", default="full_text", help="comma-separated grep modes")
+    parser.add_argument("--db", type=Path, help="database to use (default: a temporary one)")
+    args = parser.parse_args(argv)
+
+    samples = json.loads(args.data.read_text())
+    if not isinstance(samples, list):
+        parser.error("the data file must hold a JSON list of samples")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    data = questions_of(samples)
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="eval_locomo_") as tmp:
+        db = args.db or Path(tmp) / "locomo.db"
+        log = (Path(tmp) / "daemon.log").open("wb")
+        with Client.spawn(db, args=["--auto-compact", "false"], stderr=log, cwd=ROOT) as client:
+            t0 = time.perf_counter()
+            ingest = ingest_all(client, samples)
+            ingest_seconds = time.perf_counter() - t0
+            results = {mode: run_mode(client, mode, data.questions) for mode in modes}
+        log.close()
+    elapsed = time.perf_counter() - started
+
+    print(
+        f"{args.data}: {len(samples)} conversations, {ingest['turns']} turns "
+        f"({ingest['ingested']} new, {ingest['duplicates']} duplicates, "
+        f"{ingest['unparsed_session_dates']} unparsed session dates), "
+        f"{len(data.questions)} questions scored; skipped {data.skipped_evidence_ids} "
+        f"evidence ids not in their conversation, {data.skipped_questions} questions "
+        f"without evidence, {data.malformed_evidence_fields} malformed evidence fields; "
+        f"ingest {ingest_seconds:.1f}s, {elapsed:.1f}s in all",
+        file=sys.stderr,
+    )
+    for mode, result in results.items():
+        print(table(mode, result), file=sys.stderr)
+    if args.json:
+        for result in results.values():
+            if "error" not in result:
+                result["skipped_evidence_ids"] = data.skipped_evidence_ids
+                result["skipped_questions"] = data.skipped_questions
+                result["malformed_evidence_fields"] = data.malformed_evidence_fields
+        print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
