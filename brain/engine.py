@@ -28,8 +28,8 @@ from brain.grants import Grant, Reach
 from brain.ingest import GENERATED_ID, IngestResult, ingest
 from brain.search import GrepOptions, Hit, grep
 from brain.store import Store, open_store
-from brain.suppress import SuppressResult, set_suppressed
 from brain.summarize import ExtractiveSummarizer, Summarizer
+from brain.suppress import SuppressResult, set_suppressed
 from brain.version import __version__
 
 
