@@ -12,6 +12,8 @@ from brain.engine import Brain, Info, SaveResult
 from brain.errors import (
     BrainError,
     Conflict,
+    GrantDenied,
+    GrantExhausted,
     InvalidInput,
     NotFound,
     ProviderError,
@@ -31,6 +33,8 @@ __all__ = [
     "CompactionReport",
     "BrainError",
     "Conflict",
+    "GrantDenied",
+    "GrantExhausted",
     "Info",
     "IngestResult",
     "IngestedMessage",

@@ -108,16 +108,27 @@ class Client:
         return cls(proc)
 
     def call(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = 60.0
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float = 60.0,
+        grant: str | None = None,
     ) -> Any:
-        """Send a request and wait for its result; raise the typed error on failure."""
-        response = self.request(method, params, timeout=timeout)
+        """Send a request (carrying ``grant`` if given) and wait for its result;
+        raise the typed error on failure."""
+        response = self.request(method, params, timeout=timeout, grant=grant)
         if "error" in response:
             raise error_from_obj(response["error"])
         return response.get("result")
 
     def request(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = 60.0
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float = 60.0,
+        grant: str | None = None,
     ) -> dict[str, Any]:
         """Send a request and return the whole response frame."""
         request_id = next(self._ids)
@@ -129,6 +140,8 @@ class Client:
         frame: dict[str, Any] = {"id": request_id, "method": method}
         if params is not None:
             frame["params"] = dict(params)
+        if grant is not None:
+            frame["grant"] = grant
         try:
             self.send_raw(encode_frame(frame))
         except OSError as exc:

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from protocol import AsyncClient, Client
-from protocol.errors import InvalidParams, MethodNotFound
+from protocol.errors import InvalidParams, MethodNotFound, ScopeDenied
 
 
 def test_sync_client_calls_and_raises_typed_errors(tmp_path: Path) -> None:
@@ -52,3 +52,17 @@ def test_async_client_calls_and_the_daemon_exits_cleanly_at_eof(tmp_path: Path) 
         return client.returncode
 
     assert anyio.run(main) == 0
+
+
+def test_sync_client_carries_a_grant_that_the_daemon_enforces(tmp_path: Path) -> None:
+    with Client.spawn(tmp_path / "g.db", stderr=subprocess.DEVNULL) as client:
+        message = {"role": "user", "content": "only this session"}
+        client.call("ingest", {"session": "mine", "message": message})
+        client.call("ingest", {"session": "theirs", "message": message})
+        grant = client.call(
+            "grant", {"sessions": ["mine"], "methods": ["grep"], "token_cap": 10_000, "ttl_s": 60}
+        )["grant_id"]
+        hits = client.call("grep", {"query": "session", "session": "mine"}, grant=grant)["hits"]
+        assert [h["session"] for h in hits] == ["mine"]
+        with pytest.raises(ScopeDenied):
+            client.call("grep", {"query": "session", "session": "theirs"}, grant=grant)
