@@ -21,7 +21,7 @@ from brain.dag import Summary, children, parent_of, source_message_ids, summary_
 from brain.errors import InvalidInput, NotFound
 from brain.explore import explore, line_range
 from brain.files import FILE_ID_RE, read_file
-from brain.messages import load_messages
+from brain.messages import find_messages, load_messages
 from brain.store import Store
 from brain.tokens import estimate_tokens
 
@@ -277,30 +277,17 @@ def _message_row(
     store: Store, message_id: str, scope: Scope, include_suppressed: bool = False
 ) -> tuple[int, int, str, bool]:
     """(row id, seq, session, suppressed) of a message by client id or ``msg_<n>`` id."""
-    rows = list(
-        store.execute(
-            "SELECT m.id, m.seq, c.session_id, c.id, m.suppressed_at IS NOT NULL FROM messages m "
-            "JOIN conversations c ON c.id = m.conversation_id WHERE m.client_id = ?",
-            (message_id,),
-        )
-    )
-    generated = re.fullmatch(r"msg_([0-9]+)", message_id)
-    if generated:
-        rows += list(
-            store.execute(
-                "SELECT m.id, m.seq, c.session_id, c.id, m.suppressed_at IS NOT NULL "
-                "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-                "WHERE m.id = ? AND m.client_id IS NULL",
-                (int(generated.group(1)),),
-            )
-        )
-    visible = [r for r in rows if scope(int(r[3])) and (include_suppressed or not r[4])]
-    if len(visible) != 1:
-        if len(visible) > 1:
-            raise InvalidInput("session", f"message id {message_id!r} is ambiguous; give a session")
+    visible = [
+        r
+        for r in find_messages(store, message_id)
+        if scope(r.conversation_id) and (include_suppressed or not r.suppressed)
+    ]
+    if len(visible) > 1:
+        raise InvalidInput("session", f"message id {message_id!r} is ambiguous; give a session")
+    if not visible:
         raise NotFound(f"no message {message_id!r}", id=message_id)
-    row = visible[0]
-    return int(row[0]), int(row[1]), str(row[2]), bool(row[4])
+    ref = visible[0]
+    return ref.row_id, ref.seq, ref.session, ref.suppressed
 
 
 def _covering_summary(store: Store, message_row_id: int) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import orjson
 
-from brain.ingest import public_message_id
+from brain.ingest import GENERATED_ID, public_message_id
 from brain.store import Store
 
 
@@ -98,6 +98,44 @@ def load_range(
     rows = [tuple(r) for r in store.execute(_BY_RANGE, (conversation_id, first_seq, last_seq))]
     parts = _parts(store, [int(r[0]) for r in rows])
     return [_message(r, parts.get(int(r[0]), ())) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """Where a public message id points: row, conversation, seq, session, suppression."""
+
+    row_id: int
+    conversation_id: int
+    seq: int
+    session: str
+    suppressed: bool
+
+
+def find_messages(store: Store, public_id: str) -> list[MessageRef]:
+    """Every message a public id can name: a client id (one per session that used it)
+    and, for ``msg_<n>``, the generated id of row n."""
+    refs = [
+        MessageRef(int(r[0]), int(r[1]), int(r[2]), str(r[3]), bool(r[4]))
+        for r in store.execute(_REF_BY_CLIENT_ID, (public_id,))
+    ]
+    generated = GENERATED_ID.fullmatch(public_id)
+    if generated:
+        refs += [
+            MessageRef(int(r[0]), int(r[1]), int(r[2]), str(r[3]), bool(r[4]))
+            for r in store.execute(_REF_BY_ROW_ID, (int(generated.group(1)),))
+        ]
+    return refs
+
+
+_REF_BY_CLIENT_ID: Final = (
+    "SELECT m.id, m.conversation_id, m.seq, c.session_id, m.suppressed_at IS NOT NULL "
+    "FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.client_id = ?"
+)
+_REF_BY_ROW_ID: Final = (
+    "SELECT m.id, m.conversation_id, m.seq, c.session_id, m.suppressed_at IS NOT NULL "
+    "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+    "WHERE m.id = ? AND m.client_id IS NULL"
+)
 
 
 def _parts(store: Store, row_ids: list[int]) -> dict[int, tuple[StoredPart, ...]]:

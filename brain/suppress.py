@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from brain.ingest import GENERATED_ID
+from brain.messages import find_messages
 from brain.store import Store
 
 SUMMARY_PREFIX: Final = "sum_"
@@ -49,7 +49,7 @@ def set_suppressed(
                 missing.append(public_id)
                 continue
             table, row_id, conversation_id, current = found
-            if (current is not None) == suppressed:
+            if current == suppressed:
                 unchanged.append(public_id)
                 continue
             if table == "messages":
@@ -71,8 +71,8 @@ def set_suppressed(
 
 def _resolve(
     store: Store, public_id: str, scope: Callable[[int], bool]
-) -> tuple[str, int, int, str | None] | None:
-    """(table, row id, conversation id, suppressed_at) of a visible-in-scope id."""
+) -> tuple[str, int, int, bool] | None:
+    """(table, row id, conversation id, suppressed now) of an id visible in scope."""
     if public_id.startswith(SUMMARY_PREFIX):
         row = store.one(
             "SELECT id, conversation_id, suppressed_at FROM summaries WHERE summary_id = ?",
@@ -80,26 +80,9 @@ def _resolve(
         )
         if row is None or not scope(int(row[1])):
             return None
-        return "summaries", int(row[0]), int(row[1]), row[2]
-    rows = [
-        tuple(r)
-        for r in store.execute(
-            "SELECT id, conversation_id, suppressed_at FROM messages WHERE client_id = ?",
-            (public_id,),
-        )
-    ]
-    generated = GENERATED_ID.fullmatch(public_id)
-    if generated:
-        rows += [
-            tuple(r)
-            for r in store.execute(
-                "SELECT id, conversation_id, suppressed_at FROM messages "
-                "WHERE id = ? AND client_id IS NULL",
-                (int(generated.group(1)),),
-            )
-        ]
-    visible = [r for r in rows if scope(int(r[1]))]
+        return "summaries", int(row[0]), int(row[1]), row[2] is not None
+    visible = [r for r in find_messages(store, public_id) if scope(r.conversation_id)]
     if len(visible) != 1:
         return None  # unknown, out of scope, or ambiguous without a session
-    row_id, conversation_id, current = visible[0]
-    return "messages", int(row_id), int(conversation_id), current
+    ref = visible[0]
+    return "messages", ref.row_id, ref.conversation_id, ref.suppressed
