@@ -10,7 +10,11 @@ WordPiece tokens' rows (at most ``max_tokens`` tokens, unknown tokens dropped), 
 ``HashEmbedder`` hashes word unigrams and character trigrams into a fixed dimension. It needs
 no files, is deterministic across processes and platforms, and is meant for tests.
 
-Both return ``float32`` arrays of shape ``(len(texts), dim)`` with unit-length rows, except
+``OpenAIEmbedder`` is the one that does not run offline: it asks an OpenAI-compatible
+``POST {base_url}/embeddings`` endpoint (Ollama, vLLM, TEI, OpenAI), with the retries,
+backoff and circuit breaker of :mod:`brain.llm`.
+
+All three return ``float32`` arrays of shape ``(len(texts), dim)`` with unit-length rows, except
 that a text with no usable token (empty, whitespace only, or only unknown tokens such as a
 single word longer than 100 characters) gets the zero vector, so that it is similar to
 nothing rather than to an arbitrary direction.
@@ -18,19 +22,32 @@ nothing rather than to an arbitrary direction.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
 import re
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "HashEmbedder", "StaticEmbedder", "default_embedder"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "Embedder",
+    "HashEmbedder",
+    "OpenAIEmbedder",
+    "OpenAIEmbedderConfig",
+    "StaticEmbedder",
+    "default_embedder",
+]
 
 Matrix = npt.NDArray[np.float32]
 
@@ -183,6 +200,161 @@ class HashEmbedder:
                 value = int.from_bytes(digest, "little")
                 out[row, (value >> 1) % self.dim] += 1.0 if value & 1 else -1.0
         return _normalise_rows(out)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIEmbedderConfig:
+    """Where an OpenAI-compatible embeddings endpoint is and how hard to try.
+
+    ``base_url`` ends before ``/embeddings`` (``http://127.0.0.1:11434/v1`` for Ollama).
+    ``api_key`` is sent as a bearer token when set and is kept out of ``repr``. ``dim`` is
+    checked against every answer; left unset it is learned from the first one.
+    ``batch_size`` texts go in one request; ``max_retries`` counts retries after the first
+    attempt of each request. The retry and breaker settings mean what they do in
+    :class:`brain.llm.LLMConfig`.
+    """
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    dim: int | None = None
+    batch_size: int = 64
+    timeout_s: float = 30.0
+    max_retries: int = 3
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 20.0
+    breaker_threshold: int = 5
+    breaker_reset_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError("OpenAIEmbedderConfig.base_url must start with http:// or https://")
+        if not self.model:
+            raise ValueError("OpenAIEmbedderConfig.model must not be empty")
+        if self.dim is not None and self.dim <= 0:
+            raise ValueError("OpenAIEmbedderConfig.dim must be positive")
+        if self.batch_size < 1:
+            raise ValueError("OpenAIEmbedderConfig.batch_size must be at least 1")
+        if self.timeout_s <= 0 or self.backoff_base_s < 0 or self.backoff_max_s < 0:
+            raise ValueError("OpenAIEmbedderConfig timeouts and backoffs must be positive")
+        if self.max_retries < 0 or self.breaker_threshold < 1 or self.breaker_reset_s < 0:
+            raise ValueError("OpenAIEmbedderConfig retry and breaker settings are out of range")
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint.
+
+    Texts go in requests of ``config.batch_size``; the answer's items are put back in input
+    order by their ``index`` and L2-normalised. Blank texts are not sent (providers reject
+    them) and get the zero vector, as with the offline embedders. Failures, including an
+    answer of the wrong shape or dimension, raise :class:`~brain.errors.ProviderError`.
+
+    ``dim`` is ``config.dim`` when set, otherwise ``0`` until the first answer teaches it;
+    so ``embed([])`` before then has shape ``(0, 0)`` (afterwards ``(0, dim)``), and a
+    caller that needs the dimension up front should set it in the config. ``transport``,
+    ``sleep`` and ``clock`` are injectable as in :class:`brain.llm.ChatClient`. Instances
+    are safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        config: OpenAIEmbedderConfig,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        from brain.llm import ResilientPoster  # httpx only for those who use a provider
+
+        self.config = config
+        self.name = f"openai:{config.model}"
+        self._dim = config.dim
+        self._lock = threading.Lock()
+        self._poster = ResilientPoster(
+            config.base_url.rstrip("/") + "/embeddings",
+            api_key=config.api_key,
+            timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+            backoff_base_s=config.backoff_base_s,
+            backoff_max_s=config.backoff_max_s,
+            breaker_threshold=config.breaker_threshold,
+            breaker_reset_s=config.breaker_reset_s,
+            label="embedding",
+            transport=transport,
+            sleep=sleep,
+            clock=clock,
+        )
+
+    @property
+    def dim(self) -> int:
+        """The vector length: configured, learned from the first answer, or 0 if not yet known."""
+        return self._dim or 0
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for blank texts.
+
+        Raises :class:`~brain.errors.ProviderError` when a request fails after retries, is
+        not retryable, gets a malformed answer, or the breaker is open.
+        """
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not a single string")
+        texts = list(texts)
+        sent = [row for row, text in enumerate(texts) if text.strip()]
+        parts: list[Matrix] = []
+        size = self.config.batch_size
+        for start in range(0, len(sent), size):
+            batch = [texts[row] for row in sent[start : start + size]]
+            payload = {"model": self.config.model, "input": batch}
+            parts.append(
+                self._poster.call(
+                    payload,
+                    functools.partial(self._parse, count=len(batch)),
+                    what=f"embedding call to {self.config.model}",
+                )
+            )
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if parts:
+            out[sent] = np.concatenate(parts)
+        return _normalise_rows(out)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._poster.close()
+
+    def __enter__(self) -> OpenAIEmbedder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _parse(self, body: object, count: int) -> Matrix:
+        """The ``count`` vectors of an answer body in input order; learns or checks ``dim``."""
+        from brain.llm import MalformedResponse
+
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or len(data) != count:
+            raise MalformedResponse(f"expected a data list of {count} embeddings")
+        by_index: dict[int, object] = {}
+        for item in data:
+            index = item.get("index") if isinstance(item, dict) else None
+            if not isinstance(item, dict) or not isinstance(index, int) or isinstance(index, bool):
+                raise MalformedResponse("an embedding has no integer index")
+            by_index[index] = item.get("embedding")
+        if sorted(by_index) != list(range(count)):
+            raise MalformedResponse(f"embedding indices are not 0..{count - 1}")
+        try:
+            matrix = np.array([by_index[i] for i in range(count)], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise MalformedResponse("embeddings are not equal-length lists of numbers") from None
+        if matrix.ndim != 2 or matrix.shape[1] == 0 or not np.isfinite(matrix).all():
+            raise MalformedResponse("embeddings are not non-empty lists of finite numbers")
+        got = int(matrix.shape[1])
+        with self._lock:
+            if self._dim is None:
+                self._dim = got
+            elif got != self._dim:
+                raise MalformedResponse(f"dimension mismatch: got {got}, expected {self._dim}")
+        return matrix.astype(np.float32)
 
 
 def default_embedder() -> StaticEmbedder:

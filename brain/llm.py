@@ -1,8 +1,9 @@
 """An OpenAI-compatible chat-completions client, and the LLM summarizer built on it.
 
 One ``POST {base_url}/chat/completions`` shape serves OpenAI, OpenRouter,
-Ollama, vLLM and the llama.cpp server. :class:`ChatClient` is the one place
-where httpx exceptions and HTTP failures become
+Ollama, vLLM and the llama.cpp server. :class:`ResilientPoster`, which
+:class:`ChatClient` and :class:`brain.embedders.OpenAIEmbedder` both post
+through, is the one place where httpx exceptions and HTTP failures become
 :class:`~brain.errors.ProviderError`:
 
 * 429, 5xx, timeouts and transport errors are retried with exponential
@@ -38,7 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import httpx
 
@@ -47,6 +48,8 @@ from brain.summarize import EXPAND_PREFIX, SummaryRequest, short_time
 from brain.version import __version__
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 AGGRESSIVE_TEMPERATURE: Final = 0.1
 REQUEST_SPECIFIC_STATUS: Final = frozenset({400, 413, 422})
@@ -101,20 +104,20 @@ class ChatClient:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
-        self._url = config.base_url.rstrip("/") + "/chat/completions"
-        self._headers = {
-            "Accept": "application/json",
-            "Content-Type": "application/json",
-            "User-Agent": f"brain/{__version__}",
-        }
-        if config.api_key:
-            self._headers["Authorization"] = f"Bearer {config.api_key}"
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(config.timeout_s), transport=transport, trust_env=False
+        self._poster = ResilientPoster(
+            config.base_url.rstrip("/") + "/chat/completions",
+            api_key=config.api_key,
+            timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+            backoff_base_s=config.backoff_base_s,
+            backoff_max_s=config.backoff_max_s,
+            breaker_threshold=config.breaker_threshold,
+            breaker_reset_s=config.breaker_reset_s,
+            label="LLM",
+            transport=transport,
+            sleep=sleep,
+            clock=clock,
         )
-        self._sleep = sleep
-        self._breaker = _Breaker(config.breaker_threshold, config.breaker_reset_s, clock)
-        self._random = random.Random()  # noqa: S311 - jitter, not secrets; no global state
 
     def complete(
         self,
@@ -128,7 +131,6 @@ class ChatClient:
         Raises :class:`~brain.errors.ProviderError` when the call fails after
         retries, is not retryable, or the breaker is open.
         """
-        trial = self._breaker.admit()
         payload: dict[str, Any] = {
             "model": self.config.model,
             "messages": messages,
@@ -137,19 +139,86 @@ class ChatClient:
         }
         if max_tokens is not None:
             payload["max_tokens"] = max_tokens
+        return self._poster.call(payload, extract_text, what=f"LLM call to {self.config.model}")
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._poster.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ResilientPoster:
+    """POSTs JSON to one URL with the retry, backoff and breaker rules in the module docstring.
+
+    The machinery shared by :class:`ChatClient` and
+    :class:`brain.embedders.OpenAIEmbedder`. ``call`` hands a successful answer's JSON
+    body to ``parse``; ``parse`` raising :class:`MalformedResponse` (or ``ValueError``)
+    fails the call without a retry, since the same request would get the same answer.
+    ``label`` names the provider kind in log records and breaker errors (``LLM``).
+    Thread-safe.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None,
+        timeout_s: float,
+        max_retries: int,
+        backoff_base_s: float,
+        backoff_max_s: float,
+        breaker_threshold: int,
+        breaker_reset_s: float,
+        label: str,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._url = url
+        self._api_key = api_key
+        self._max_retries = max_retries
+        self._backoff_base_s = backoff_base_s
+        self._backoff_max_s = backoff_max_s
+        self._label = label
+        self._headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            "User-Agent": f"brain/{__version__}",
+        }
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout_s), transport=transport, trust_env=False
+        )
+        self._sleep = sleep
+        self._breaker = _Breaker(breaker_threshold, breaker_reset_s, clock, label)
+        self._random = random.Random()  # noqa: S311 - jitter, not secrets; no global state
+
+    def call(self, payload: dict[str, Any], parse: Callable[[Any], T], *, what: str) -> T:
+        """POST ``payload`` and return ``parse(answer JSON)``; ``what`` starts error messages.
+
+        Raises :class:`~brain.errors.ProviderError` when the call fails after
+        retries, is not retryable, or the breaker is open.
+        """
+        trial = self._breaker.admit()
         # Encoded here rather than by httpx: text with a lone surrogate (valid in
         # a str, never in UTF-8) would raise UnicodeEncodeError inside httpx.
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8", "replace")
         # A half-open trial is one attempt: a provider still down should cost
         # one request, not a whole retry cycle.
-        retries = 0 if trial else self.config.max_retries
+        retries = 0 if trial else self._max_retries
         settled = False
         try:
             attempt = 0
             while True:
                 attempt += 1
-                outcome = self._attempt(body)
-                if isinstance(outcome, str):
+                outcome = self._attempt(body, parse)
+                if not isinstance(outcome, _Failure):
                     self._breaker.succeeded()
                     settled = True
                     return outcome
@@ -159,10 +228,11 @@ class ChatClient:
                     else:
                         self._breaker.failed()
                     settled = True
-                    raise self._error(outcome, attempt)
+                    raise self._error(outcome, attempt, what)
                 delay = self._delay(attempt, outcome.retry_after)
                 log.warning(
-                    "LLM call failed (%s); retry %d of %d in %.2fs",
+                    "%s call failed (%s); retry %d of %d in %.2fs",
+                    self._label,
                     outcome.describe(),
                     attempt,
                     retries,
@@ -177,13 +247,7 @@ class ChatClient:
         """Close the connection pool."""
         self._http.close()
 
-    def __enter__(self) -> ChatClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _attempt(self, body: bytes) -> str | _Failure:
+    def _attempt(self, body: bytes, parse: Callable[[Any], T]) -> T | _Failure:
         try:
             response = self._http.post(self._url, content=body, headers=self._headers)
         except httpx.TimeoutException:
@@ -201,19 +265,19 @@ class ChatClient:
         if not response.is_success:
             return _Failure(status, self._reason(response), retryable=False)
         try:
-            return extract_text(response.json())
-        except (ValueError, _MalformedResponse) as exc:
-            # A 200 that is not a chat completion: a proxy page or a wrong
+            return parse(response.json())
+        except (ValueError, MalformedResponse) as exc:
+            # A 200 that is not the expected answer: a proxy page or a wrong
             # base_url. Retrying would not change it.
             return _Failure(status, f"malformed response: {self._redact(str(exc))}", False)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        cap = self.config.backoff_max_s
+        cap = self._backoff_max_s
         if retry_after is not None:
             return min(retry_after, cap)
         # Equal jitter: at least half the exponential step, so retries spread
         # out without collapsing to zero.
-        step = min(cap, self.config.backoff_base_s * 2.0 ** (attempt - 1))
+        step = min(cap, self._backoff_base_s * 2.0 ** (attempt - 1))
         return step / 2 + self._random.uniform(0, step / 2)
 
     def _reason(self, response: httpx.Response) -> str:
@@ -230,14 +294,13 @@ class ChatClient:
         return self._redact(reason)[:200]
 
     def _redact(self, text: str) -> str:
-        key = self.config.api_key
+        key = self._api_key
         return text.replace(key, "***") if key else text
 
-    def _error(self, failure: _Failure, attempts: int) -> ProviderError:
+    def _error(self, failure: _Failure, attempts: int, what: str) -> ProviderError:
         where = f"HTTP {failure.status}" if failure.status is not None else "network"
         return ProviderError(
-            f"LLM call to {self.config.model} failed after {attempts} attempt(s): "
-            f"{where}: {failure.reason}",
+            f"{what} failed after {attempts} attempt(s): {where}: {failure.reason}",
             status=failure.status,
             attempts=attempts,
         )
@@ -294,20 +357,20 @@ def extract_text(body: object) -> str:
     ``reasoning_content`` (or no content) is empty.
     """
     if not isinstance(body, dict):
-        raise _MalformedResponse("body is not a JSON object")
+        raise MalformedResponse("body is not a JSON object")
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         error = body.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            raise _MalformedResponse(str(error["message"])[:200])
-        raise _MalformedResponse("no choices")
+            raise MalformedResponse(str(error["message"])[:200])
+        raise MalformedResponse("no choices")
     choice = choices[0]
     message = choice.get("message")
     if isinstance(message, dict):
         return _content_text(message.get("content"))
     if isinstance(choice.get("text"), str):  # a legacy completions-shaped answer
         return str(choice["text"])
-    raise _MalformedResponse("first choice has no message")
+    raise MalformedResponse("first choice has no message")
 
 
 def clean_output(text: str) -> str:
@@ -432,8 +495,8 @@ def _parse_retry_after(value: str | None) -> float | None:
     return max(0.0, seconds)
 
 
-class _MalformedResponse(Exception):
-    """A successful status whose body is not a chat completion."""
+class MalformedResponse(Exception):
+    """A successful status whose body is not the expected answer (raised by parsers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,7 +513,10 @@ class _Failure:
 class _Breaker:
     """Consecutive-failure circuit breaker: closed, open until a deadline, then one trial."""
 
-    def __init__(self, threshold: int, reset_s: float, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, threshold: int, reset_s: float, clock: Callable[[], float], label: str = "LLM"
+    ) -> None:
+        self._label = label
         self._threshold = threshold
         self._reset_s = reset_s
         self._clock = clock
@@ -468,7 +534,7 @@ class _Breaker:
             if self._trial or waited < self._reset_s:
                 retry_in = max(0.0, self._reset_s - waited)
                 raise ProviderError(
-                    f"LLM circuit open after {self._failures} consecutive failures; "
+                    f"{self._label} circuit open after {self._failures} consecutive failures; "
                     f"next trial in {retry_in:.0f}s",
                     retry_after=round(retry_in, 3),
                 )
@@ -486,6 +552,8 @@ class _Breaker:
             self._failures += 1
             if self._trial or self._failures >= self._threshold:
                 if self._opened_at is None or self._trial:  # closed or half-open -> open
-                    log.warning("LLM circuit open after %d consecutive failures", self._failures)
+                    log.warning(
+                        "%s circuit open after %d consecutive failures", self._label, self._failures
+                    )
                 self._opened_at = self._clock()  # a late failure restarts the wait
             self._trial = False

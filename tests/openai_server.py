@@ -1,4 +1,4 @@
-"""A real HTTP server on loopback that speaks the OpenAI chat-completions shape.
+"""A real HTTP server on loopback that speaks the OpenAI chat-completions and embeddings shapes.
 
 Tests queue the replies it gives (status, headers, body, delay) and read back
 the requests it received, headers included::
@@ -9,6 +9,8 @@ the requests it received, headers included::
         ...
         assert len(server.requests) == 2
 
+Every POST (``/v1/chat/completions``, ``/v1/embeddings``) takes the next queued
+reply; :meth:`Reply.embeddings` builds an embeddings answer.
 With the queue empty it answers 503 ``no reply queued``, so a test that makes
 more calls than it planned fails loudly instead of hanging.
 """
@@ -42,6 +44,13 @@ class Reply:
         return cls(body=completion(content, **message), delay=delay)
 
     @classmethod
+    def embeddings(
+        cls, vectors: list[list[float]], *, indices: list[int] | None = None, delay: float = 0.0
+    ) -> Reply:
+        """A 200 ``/v1/embeddings`` answer; ``indices`` (default 0, 1, ...) label the vectors."""
+        return cls(body=embedding_list(vectors, indices), delay=delay)
+
+    @classmethod
     def error(cls, status: int, message: str = "error", **kw: Any) -> Reply:
         """A failure with an OpenAI-style ``{"error": {"message": ...}}`` body."""
         return cls(status=status, body={"error": {"message": message, "type": "test"}}, **kw)
@@ -61,6 +70,20 @@ def completion(content: Any, **message: Any) -> dict[str, Any]:
             }
         ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def embedding_list(vectors: list[list[float]], indices: list[int] | None = None) -> dict[str, Any]:
+    """An embeddings response body, its items in the given order."""
+    order = list(range(len(vectors))) if indices is None else indices
+    return {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": index, "embedding": vector}
+            for index, vector in zip(order, vectors, strict=True)
+        ],
+        "model": "test-embedder",
+        "usage": {"prompt_tokens": 1, "total_tokens": 1},
     }
 
 
