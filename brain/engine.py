@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brain import grants
 from brain.assemble import Assembled, AssembleOptions, Assembler
@@ -26,11 +26,15 @@ from brain.errors import NotFound
 from brain.files import read_file, stray_files
 from brain.grants import Grant, Reach
 from brain.ingest import GENERATED_ID, IngestResult, ingest
+from brain.recall import answer, gather
 from brain.search import GrepOptions, Hit, grep
 from brain.store import Store, open_store
 from brain.summarize import ExtractiveSummarizer, Summarizer
 from brain.suppress import SuppressResult, set_suppressed
 from brain.version import __version__
+
+if TYPE_CHECKING:
+    from brain.llm import ChatClient
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,8 @@ class Brain:
             self._locked_store, self.config.compaction, summarizer or extractive, extractive
         )
         self._assembler = Assembler(self.config.compaction)
+        self.chat: ChatClient | None = None
+        """The chat client for LLM answers (``expand_query``); None: extractive only."""
 
     @property
     def store(self) -> Store:
@@ -192,6 +198,30 @@ class Brain:
         """Walk a summary down to its sources under a token cap."""
         with self._lock:
             return expand(self._store, summary_id, self._scope(session), max_tokens=max_tokens)
+
+    def expand_query(
+        self,
+        prompt: str,
+        *,
+        session: str | None,
+        summary_ids: Sequence[str] = (),
+        query: str | None = None,
+        max_tokens: int = 2_000,
+    ) -> dict[str, Any]:
+        """A cited answer from source messages; see ``brain.recall.expand_query``.
+
+        The database is read under the lock; the model (if any) is called after
+        it is released, so a slow provider never holds up other callers.
+        """
+        with self._lock:
+            gathered = gather(
+                self._store,
+                prompt,
+                summary_ids=summary_ids,
+                query=query,
+                scope=self._scope(session),
+            )
+        return answer(gathered, max_tokens=max_tokens, chat=self.chat)
 
     def grep(
         self,

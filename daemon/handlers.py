@@ -22,6 +22,7 @@ from daemon.context import Context
 from protocol.methods import (
     AssembleParams,
     CompactParams,
+    ExpandQueryParams,
     GrantParams,
     GrepParams,
     IngestParams,
@@ -135,6 +136,18 @@ async def expand(ctx: Context, params: LookupParams) -> dict[str, Any]:
     """A summary walked down to child summaries and source messages."""
     return await ctx.db(
         ctx.brain.expand, params.id, session=params.session, max_tokens=params.max_tokens
+    )
+
+
+async def expand_query(ctx: Context, params: ExpandQueryParams) -> dict[str, Any]:
+    """A focused answer with citations, walked down from summaries or search hits."""
+    return await ctx.db(
+        ctx.brain.expand_query,
+        params.prompt,
+        session=params.session,
+        summary_ids=params.summary_ids,
+        query=params.query,
+        max_tokens=params.max_tokens,
     )
 
 
@@ -257,6 +270,7 @@ HANDLERS: dict[str, Handler] = {
     "describe": Handler(describe, _session_lane, holds_lane=False),
     "expand": Handler(expand, _session_lane, holds_lane=False),
     "grep": Handler(grep, _session_lane, holds_lane=False),
+    "expand_query": Handler(expand_query, _session_lane, holds_lane=False),
     "suppress": Handler(suppress, _session_lane, mutates=True),
     "unsuppress": Handler(unsuppress, _session_lane, mutates=True),
     "grant": Handler(grant, _no_lane, mutates=True),

@@ -71,7 +71,10 @@ def open_brain(config: DaemonConfig) -> Brain:
             )
         )
         summarizer = LLMSummarizer(client, config.llm_model)
-    return Brain(config.db, config.brain, summarizer=summarizer)
+    brain = Brain(config.db, config.brain, summarizer=summarizer)
+    if summarizer is not None:
+        brain.chat = client
+    return brain
 
 
 async def run(config: DaemonConfig, source: ByteSource, sink: FrameSink) -> int:

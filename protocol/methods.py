@@ -297,7 +297,51 @@ class GrepParams:
         return cls(query, mode, session, session_key, everything, scope, since, before, limit)
 
 
-GRANTABLE: Final = ("ping", "ingest", "assemble", "compact", "describe", "expand", "grep")
+@dataclass(frozen=True, slots=True)
+class ExpandQueryParams:
+    """``expand_query``: ``{"prompt", "session" | "all": true, "summary_ids"?, "query"?, ...}``.
+
+    Optional ``max_tokens`` caps the answer (default 2000). At least one of
+    ``summary_ids`` (``sum_`` ids to walk) and ``query`` (free text whose
+    full-text hits are walked too).
+    """
+
+    prompt: str
+    session: str | None
+    summary_ids: tuple[str, ...] = ()
+    query: str | None = None
+    max_tokens: int = 2_000
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        prompt = f.required_str("prompt", max_len=16_384)
+        session = f.optional_str("session")
+        everything = f.optional_bool("all", default=False)
+        if session is None and not everything:
+            raise InvalidParams("params.session: required unless all is true")
+        if session is not None and everything:
+            raise InvalidParams("params.all: give either session or all, not both")
+        raw_ids = f.optional_list("summary_ids", max_items=1_000)
+        summary_ids = tuple(_strings(raw_ids or [], f.path("summary_ids")))
+        query = f.optional_str("query", max_len=4_096)
+        if not summary_ids and query is None:
+            raise InvalidParams("params.summary_ids: give summary_ids, query or both")
+        max_tokens = f.optional_int("max_tokens", default=2_000, minimum=1, maximum=MAX_BUDGET)
+        f.done()
+        return cls(prompt, session, summary_ids, query, max_tokens)
+
+
+GRANTABLE: Final = (
+    "ping",
+    "ingest",
+    "assemble",
+    "compact",
+    "describe",
+    "expand",
+    "grep",
+    "expand_query",
+)
 """Methods a grant may allow. ``info`` is not (its counts span every session),
 nor are ``grant``/``revoke`` (a sub-agent must not mint access) or the
 lifecycle methods."""
@@ -381,6 +425,9 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "suppress": MethodSpec(SuppressParams, "hide messages or summaries from every agent path"),
     "unsuppress": MethodSpec(SuppressParams, "show suppressed messages or summaries again"),
     "expand": MethodSpec(LookupParams, "walk a summary down to its sources under a cap"),
+    "expand_query": MethodSpec(
+        ExpandQueryParams, "a cited answer to a prompt from the sources under summaries or hits"
+    ),
     "grant": MethodSpec(GrantParams, "scoped, budgeted, expiring access for a sub-agent"),
     "revoke": MethodSpec(RevokeParams, "end a grant now (idempotent)"),
     "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
