@@ -95,16 +95,28 @@ class Dispatcher:
             result = await call.handler.run(self.context, call.params)
             frame = result_frame(request.id, result, request.jsonrpc)
             if request.grant is not None:
-                # Charged after the answer is built: a call that passes the cap
-                # still returns (it was allowed when it started); the next is refused.
-                tokens = estimate_tokens(frame.decode("utf-8", "replace"))
-                await self.context.db(self.brain.charge_grant, request.grant, tokens)
+                await self._charge(request.grant, frame)
         except Exception as exc:  # the boundary: every failure becomes a wire error
             err = to_wire(exc, request.method)
             return None if request.notification else error_frame(request.id, err, request.jsonrpc)
         if call.handler.mutates:
             self.context.note_write()
         return None if request.notification else frame
+
+    async def _charge(self, grant: str, frame: bytes) -> None:
+        """Charge a grant for an answer already built.
+
+        A call that passes the cap still returns (it was allowed when it
+        started; the next is refused). A charge that fails (a busy database)
+        is logged, not reported: the call has happened, and answering it with
+        an error would hide a committed write from the client.
+        """
+        tokens = estimate_tokens(frame.decode("utf-8", "replace"))
+        try:
+            await self.context.db(self.brain.charge_grant, grant, tokens)
+        except engine.BrainError as exc:
+            # No grant id in the log: it works as a credential.
+            log.warning("grant charge failed", tokens=tokens, error=exc.message)
 
     def reject(self, call: Call, error: wire.RPCError) -> Answer:
         """Answer a prepared call with an error instead of running it."""
