@@ -113,6 +113,9 @@ def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
     )
     row_id = int(store.conn.last_insert_rowid())
     store.execute("INSERT INTO summaries_fts (rowid, content) VALUES (?, ?)", (row_id, new.content))
+    store.execute(
+        "INSERT OR IGNORE INTO embed_queue (kind, row_id) VALUES ('summary', ?)", (row_id,)
+    )
     sources: list[tuple[int, int, int | None, int | None]] = [
         (row_id, i, m, None) for i, m in enumerate(new.source_message_ids)
     ] + [(row_id, i, None, c) for i, c in enumerate(new.source_summary_ids)]

@@ -22,15 +22,17 @@ from brain.config import BrainConfig
 from brain.content import MessageIn, normalize_time, restore
 from brain.context import conversation
 from brain.describe import describe, expand
+from brain.embedders import Embedder, default_embedder
 from brain.errors import NotFound
 from brain.files import read_file, stray_files
 from brain.grants import Grant, Reach
 from brain.ingest import GENERATED_ID, IngestResult, ingest
 from brain.recall import answer, gather
-from brain.search import GrepOptions, Hit, grep
+from brain.search import GrepOptions, Hit, Nearest, grep
 from brain.store import Store, open_store
 from brain.summarize import ExtractiveSummarizer, Summarizer
 from brain.suppress import SuppressResult, set_suppressed
+from brain.vectors import VectorIndex
 from brain.version import __version__
 
 if TYPE_CHECKING:
@@ -84,6 +86,10 @@ class Brain:
         self._assembler = Assembler(self.config.compaction)
         self.chat: ChatClient | None = None
         """The chat client for LLM answers (``expand_query``); None: extractive only."""
+        self.embedder: Embedder = default_embedder()
+        """The embedder for semantic search; replacing it re-embeds everything (lazily)."""
+        self._index: VectorIndex | None = None
+        self._index_embedder: Embedder | None = None
 
     @property
     def store(self) -> Store:
@@ -106,6 +112,37 @@ class Brain:
             return ingest(
                 self._store, session, messages, session_key=session_key, field=field, batch=batch
             )
+
+    def embed_pending(self, batch: int = 256) -> int:
+        """Embed one batch of queued rows; return how many were stored (0: nothing queued).
+
+        The queue is read and the vectors written under the lock; embedding runs
+        outside it, so reads and ingests go on meanwhile.
+        """
+        embedder = self.embedder
+        with self._lock:
+            index = self._vector_index(embedder)
+            pending = index.take(self._store, batch)
+        if not pending.keys:
+            return 0
+        vectors = embedder.embed(list(pending.texts))
+        with self._lock:
+            if self._index is not index:  # the embedder changed meanwhile
+                return 0
+            return index.put(self._store, pending, vectors)
+
+    def embeddings_pending(self) -> int:
+        """How many messages and summaries wait to be embedded."""
+        with self._lock:
+            return self._vector_index(self.embedder).pending(self._store)
+
+    def _vector_index(self, embedder: Embedder) -> VectorIndex:
+        """The index for ``embedder``, checking the stored identity on first use (locked)."""
+        if self._index is None or self._index_embedder is not embedder:
+            index = VectorIndex(embedder.dim)
+            index.check_identity(self._store, embedder)
+            self._index, self._index_embedder = index, embedder
+        return self._index
 
     # -- reads --------------------------------------------------------------
 
@@ -231,6 +268,10 @@ class Brain:
         session_key: str | None = None,
     ) -> list[Hit]:
         """Search one session, a session key's sessions, or (neither given) everything."""
+        embedder = self.embedder
+        query_vector = None
+        if options.mode in ("semantic", "hybrid"):
+            query_vector = embedder.embed([options.query])[0]
         with self._lock:
             store = self._store
             if session is not None:
@@ -247,7 +288,15 @@ class Brain:
                 options = replace(options, before=normalize_time(options.before, "before"))
             if options.conversations == ():
                 return []
-            return grep(store, options)
+            nearest: Nearest | None = None
+            if query_vector is not None:
+                index = self._vector_index(embedder)
+                scope = options.conversations
+
+                def nearest(k: int) -> list[tuple[str, int, float]]:
+                    return list(index.search(store, query_vector, k, scope))
+
+            return grep(store, options, nearest)
 
     # -- grants ---------------------------------------------------------------
 

@@ -29,6 +29,8 @@ from typing import Final, Literal
 
 import orjson
 
+from brain.tokens import token_quarters
+
 Kind = Literal["json", "jsonl", "csv", "tsv", "code", "markdown", "log", "text", "binary"]
 
 
@@ -1019,40 +1021,44 @@ _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 def _fit(lines: list[str], max_tokens: int, more: int = 0) -> str:
     """Lines joined within the budget, ending "… and N more" when any are left out.
 
-    ``estimate_tokens`` is a quarter of the UTF-8 length rounded up, so a text
-    is within ``max_tokens`` exactly when its UTF-8 length is at most 4x that.
+    ``estimate_tokens`` is a quarter of a text's ``_units`` rounded up, so a
+    text is within ``max_tokens`` exactly when its units are at most 4x that.
     """
     budget = max(max_tokens, 0) * 4
     kept: list[str] = []
     used = -1  # the first line has no newline before it
     for line in lines:
-        if used + _utf8_len(line) + 1 > budget:
+        if used + _units(line) + 1 > budget:
             break
         kept.append(line)
-        used += _utf8_len(line) + 1
+        used += _units(line) + 1
     hidden = len(lines) - len(kept) + more
     while hidden and kept:
         trailer = f"… and {hidden:,} more"
-        if used + _utf8_len(trailer) + 1 <= budget:
+        if used + _units(trailer) + 1 <= budget:
             kept.append(trailer)
             break
-        used -= _utf8_len(kept.pop()) + 1
+        used -= _units(kept.pop()) + 1
         hidden += 1
     if not kept:  # not even the first line fits whole
         return _clip_bytes(lines[0], budget) if lines else ""
     return "\n".join(kept)
 
 
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+def _units(text: str) -> int:
+    """UTF-8 bytes, but four for a CJK character (a token each): see ``token_quarters``."""
+    return token_quarters(text)
 
 
 def _clip_bytes(text: str, limit: int) -> str:
-    if _utf8_len(text) <= limit:
+    if _units(text) <= limit:
         return text
     ellipsis = "…" if limit >= 3 else ""  # three bytes in UTF-8
     cut = text.encode("utf-8", "surrogatepass")[: limit - len(ellipsis) * 3]
-    return cut.decode("utf-8", "ignore") + ellipsis
+    kept = cut.decode("utf-8", "ignore")
+    while kept and _units(kept) > limit - len(ellipsis) * 3:  # CJK: 4 units in 3 bytes
+        kept = kept[:-1]
+    return kept + ellipsis
 
 
 def _clip(text: str, chars: int = _LINE_CHARS) -> str:

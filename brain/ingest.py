@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
+import orjson
+
 from brain.content import MessageIn, Normalized, message_part_block, normalize, normalize_time
 from brain.errors import Conflict, InvalidInput
 from brain.files import remove_file, write_file
@@ -92,6 +94,7 @@ def ingest(
         )
         last_seq = 0 if last is None else int(last[1])
         added = 0  # context tokens the new messages bring
+        queued: list[int] = []  # message ids for the background embedder
         for msg in normalized:
             dup = _duplicate_of(store, conversation_id, msg, last)
             if dup is not None:
@@ -100,9 +103,16 @@ def ingest(
             last_seq += 1
             row_id = _insert(store, txn, conversation_id, last_seq, msg, stamp)
             added += message_cost(msg.token_count)
+            queued.append(row_id)
             last = (row_id, last_seq, msg.client_id, msg.replay_hash)
             outcomes.append(
                 IngestedMessage(public_message_id(row_id, msg.client_id), last_seq, False)
+            )
+        if queued:  # one statement for the batch (executemany traces one per row)
+            store.execute(
+                "INSERT OR IGNORE INTO embed_queue (kind, row_id) "
+                "SELECT 'message', value FROM json_each(?)",
+                (orjson.dumps(queued).decode(),),
             )
         if added:
             totals = store.one(

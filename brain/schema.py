@@ -235,7 +235,31 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, name ON messages BEG
 END;
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4)
+# Version 5: the vector index. Embedding is off the ingest path: ingest and
+# compaction queue rows in embed_queue, a background worker embeds them into
+# vectors (float32 blobs) and deletes the queue rows in one transaction, so the
+# queue survives restarts. The embedder's identity lives in meta
+# ('embedder_name', 'embedder_dim'); vectors from another embedder are never kept.
+_V5: Final = """
+CREATE TABLE embed_queue (
+    kind   TEXT NOT NULL CHECK (kind IN ('message', 'summary')),
+    row_id INTEGER NOT NULL,
+    PRIMARY KEY (kind, row_id)
+) WITHOUT ROWID;
+
+CREATE TABLE vectors (
+    kind            TEXT NOT NULL CHECK (kind IN ('message', 'summary')),
+    row_id          INTEGER NOT NULL,
+    conversation_id INTEGER NOT NULL,
+    vector          BLOB NOT NULL,
+    PRIMARY KEY (kind, row_id)
+) WITHOUT ROWID;
+
+INSERT INTO embed_queue (kind, row_id) SELECT 'message', id FROM messages;
+INSERT INTO embed_queue (kind, row_id) SELECT 'summary', id FROM summaries;
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5)
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

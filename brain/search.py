@@ -1,6 +1,6 @@
 """grep: finding what was said, in messages and summaries.
 
-Two modes so far:
+Four modes:
 
 * ``full_text``: FTS5 with bm25 ranking. The user's text is reduced to its
   words, each quoted, so punctuation, quotes and operator words (AND, NOT,
@@ -10,6 +10,10 @@ Two modes so far:
 * ``regex``: the ``regex`` module's engine with a time budget for the whole
   search; rows are scanned newest first in pages, so a pathological pattern
   ends with an error within the budget and memory stays flat.
+* ``semantic``: nearest vectors (``brain.vectors``) of the query's embedding;
+  only what is embedded so far is found.
+* ``hybrid``: the full_text and semantic rankings fused, by reciprocal rank
+  (``rrf``, k=60) or by min-max normalised scores averaged (``weighted``).
 
 Hits carry the ids ``describe`` and ``expand`` take: a message's client id
 (or ``msg_<n>``), a summary's ``sum_`` id.
@@ -18,8 +22,8 @@ Hits carry the ids ``describe`` and ``expand`` take: a message's client id
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 import orjson
@@ -29,13 +33,22 @@ from brain.errors import InvalidInput
 from brain.ingest import public_message_id
 from brain.store import Store
 
-Mode = Literal["regex", "full_text"]
+Mode = Literal["regex", "full_text", "semantic", "hybrid"]
 Scope = Literal["messages", "summaries", "both"]
+Fusion = Literal["rrf", "weighted"]
+Nearest = Callable[[int], "list[tuple[str, int, float]]"]
+"""``nearest(k)``: up to k (kind, row id, similarity) for the query, best first, in scope."""
 
 _WORD: Final = regex.compile(r"[\p{L}\p{N}_]+")
 _PAGE: Final = 500
 _SNIPPET_CHARS: Final = 160
 REGEX_BUDGET_S: Final = 1.0
+RRF_K: Final = 60
+LEXICAL_WEIGHT: Final = 0.7
+"""Weighted fusion: the full_text share of a hit's score (the semantic share is the rest).
+
+LoCoMo dev recall@10 by full_text share: 0.5 62.3, 0.6 64.4, 0.7 65.2, 0.8 65.1
+(full_text alone 63.9, rrf 61.2), tuned on the dev set itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +62,7 @@ class GrepOptions:
     since: str | None = None
     before: str | None = None
     limit: int = 20
+    fusion: Fusion = "weighted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +79,102 @@ class Hit:
     role: str | None = None
 
 
-def grep(store: Store, options: GrepOptions) -> list[Hit]:
-    """Matches, best first (full_text) or newest first (regex), at most ``options.limit``."""
+def grep(store: Store, options: GrepOptions, nearest: Nearest | None = None) -> list[Hit]:
+    """Matches, best first (newest first for regex), at most ``options.limit``.
+
+    ``nearest`` answers the vector side of semantic and hybrid searches.
+    """
     if options.mode == "regex":
         return _regex(store, options)
+    if options.mode in ("semantic", "hybrid"):
+        if nearest is None:
+            raise InvalidInput("mode", f"{options.mode} search needs a vector index")
+        if options.mode == "semantic":
+            return _semantic(store, options, nearest)
+        return _hybrid(store, options, nearest)
     return _full_text(store, options)
+
+
+# -- semantic and hybrid ------------------------------------------------------------
+
+
+def _semantic(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
+    # Over-fetch: the time bounds, scope and suppression are applied after ranking.
+    ranked = nearest(options.limit * 4 + 32)
+    wanted = [(k, r) for k, r, _ in ranked if options.scope in ("both", k + "s")]
+    found = _resolve(store, options, wanted)
+    hits = []
+    for kind, row_id, score in ranked:
+        hit = found.get((kind, row_id))
+        if hit is not None:
+            hits.append(replace(hit, score=score))
+    return hits[: options.limit]
+
+
+def _hybrid(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
+    pool = replace(options, limit=max(options.limit * 3, 50))
+    lexical = _full_text(store, pool) if fts_query(options.query) is not None else []
+    semantic = _semantic(store, pool, nearest)
+    fused: dict[tuple[str, str], float] = {}
+    by_key: dict[tuple[str, str], Hit] = {}
+    for ranking, share in ((lexical, LEXICAL_WEIGHT), (semantic, 1.0 - LEXICAL_WEIGHT)):
+        if options.fusion == "rrf":
+            weights = [1.0 / (RRF_K + rank + 1) for rank in range(len(ranking))]
+        else:
+            weights = [share * w for w in _min_max([h.score for h in ranking])]
+        for hit, weight in zip(ranking, weights, strict=True):
+            key = (hit.kind, hit.id)
+            fused[key] = fused.get(key, 0.0) + weight
+            by_key.setdefault(key, hit)  # lexical first: its snippet marks the match
+    order = sorted(fused, key=lambda key: fused[key], reverse=True)
+    return [replace(by_key[key], score=fused[key]) for key in order[: options.limit]]
+
+
+def _min_max(scores: list[float]) -> list[float]:
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    if high == low:
+        return [1.0] * len(scores)
+    return [(s - low) / (high - low) for s in scores]
+
+
+def _resolve(
+    store: Store, options: GrepOptions, keys: list[tuple[str, int]]
+) -> dict[tuple[str, int], Hit]:
+    """Hits for (kind, row id) keys that pass the time bounds, scope and suppression."""
+    convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
+    since = options.since or ""
+    before = options.before or "\uffff"
+    out: dict[tuple[str, int], Hit] = {}
+    messages = orjson.dumps([r for k, r in keys if k == "message"])
+    for r in store.execute(
+        "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content "
+        "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+        "WHERE m.id IN (SELECT value FROM json_each(?)) AND (? IS NULL OR m.conversation_id IN "
+        "(SELECT value FROM json_each(?))) AND m.created_at >= ? AND m.created_at < ? "
+        "AND m.suppressed_at IS NULL",
+        (messages, convs, convs, since, before),
+    ):
+        out[("message", int(r[0]))] = Hit(
+            "message", public_message_id(r[0], r[1]), r[5], 0.0, _lead(r[6]), r[4], r[2], r[3]
+        )
+    summaries = orjson.dumps([r for k, r in keys if k == "summary"])
+    for r in store.execute(
+        "SELECT s.id, s.summary_id, s.latest_at, c.session_id, s.content "
+        "FROM summaries s JOIN conversations c ON c.id = s.conversation_id "
+        "WHERE s.id IN (SELECT value FROM json_each(?)) AND (? IS NULL OR s.conversation_id IN "
+        "(SELECT value FROM json_each(?))) AND s.latest_at >= ? AND s.earliest_at < ? "
+        "AND s.suppressed_at IS NULL",
+        (summaries, convs, convs, since, before),
+    ):
+        out[("summary", int(r[0]))] = Hit("summary", r[1], r[3], 0.0, _lead(r[4]), r[2])
+    return out
+
+
+def _lead(text: str) -> str:
+    """A semantic hit's snippet: the start of its text (no single span matched)."""
+    return text if len(text) <= _SNIPPET_CHARS else text[:_SNIPPET_CHARS] + "…"
 
 
 # -- full text ----------------------------------------------------------------------

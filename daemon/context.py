@@ -11,6 +11,7 @@ import anyio
 
 from brain import Brain
 from daemon.compactions import Compactions
+from daemon.embeddings import Embeddings
 
 T = TypeVar("T")
 
@@ -21,6 +22,7 @@ class Context:
     def __init__(self, brain: Brain, *, db_threads: int = 4) -> None:
         self.brain = brain
         self.compactions = Compactions(brain)
+        self.embeddings = Embeddings(brain)
         # The engine serialises database access itself; the limiter only bounds
         # how many worker threads may wait on it at once.
         self.db_limiter = anyio.CapacityLimiter(db_threads)

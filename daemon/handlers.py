@@ -17,7 +17,7 @@ from typing import Any
 from brain import MessageIn
 from brain.assemble import AssembleOptions
 from brain.compaction import CompactionReport
-from brain.search import GrepOptions
+from brain.search import GrepOptions, Mode
 from daemon.context import Context
 from protocol.methods import (
     AssembleParams,
@@ -155,7 +155,8 @@ async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
     """Messages and summaries matching a regex or free text, best first."""
     options = GrepOptions(
         query=params.query,
-        mode="regex" if params.mode == "regex" else "full_text",
+        mode=_GREP_MODES.get(params.mode, "full_text"),
+        fusion="rrf" if params.fusion == "rrf" else "weighted",
         scope="messages"
         if params.scope == "messages"
         else ("summaries" if params.scope == "summaries" else "both"),
@@ -167,11 +168,24 @@ async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
     hits = await ctx.db(
         ctx.brain.grep, options, session=params.session, session_key=params.session_key
     )
-    return {
+    took_ms = round((time.perf_counter() - started) * 1000, 3)
+    result: dict[str, Any] = {
         "mode": params.mode,
         "hits": [dataclasses.asdict(h) for h in hits],
-        "took_ms": round((time.perf_counter() - started) * 1000, 3),
+        "took_ms": took_ms,
     }
+    if params.mode in ("semantic", "hybrid"):
+        result["fusion"] = params.fusion
+        result["pending"] = await ctx.db(ctx.brain.embeddings_pending)
+    return result
+
+
+_GREP_MODES: dict[str, Mode] = {
+    "regex": "regex",
+    "full_text": "full_text",
+    "semantic": "semantic",
+    "hybrid": "hybrid",
+}
 
 
 async def suppress(ctx: Context, params: SuppressParams) -> dict[str, Any]:

@@ -96,8 +96,11 @@ async def run(config: DaemonConfig, source: ByteSource, sink: FrameSink) -> int:
                 tg.start_soon(_watch_signals, server)
             tg.start_soon(saver.run)
             context.compactions.attach(tg)
+            context.on_write(context.embeddings.request)
+            tg.start_soon(context.embeddings.run)
             await server.serve(source)
             brain.stop_compactions()
+            context.embeddings.stop()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(config.shutdown_timeout_s):

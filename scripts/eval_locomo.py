@@ -304,8 +304,23 @@ def ingest_all(client: Client, samples: Sequence[dict[str, Any]]) -> dict[str, i
     return totals
 
 
+def wait_for_embeddings(client: Client, timeout_s: float = 900.0) -> float:
+    """Poll semantic grep until nothing waits to be embedded; the seconds it took."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout_s:
+        result = client.call("grep", {"query": "x", "mode": "semantic", "all": True, "limit": 1})
+        if int(result.get("pending", 0)) == 0:
+            break
+        time.sleep(0.2)
+    return time.perf_counter() - started
+
+
 def run_mode(client: Client, mode: str, questions: Sequence[Question]) -> dict[str, Any]:
-    """Grep every question in ``mode`` and score it; ``{"error": ...}`` if the mode is refused."""
+    """Grep every question in ``mode`` and score it; ``{"error": ...}`` if the mode is refused.
+
+    ``mode`` may name a fusion for hybrid search: ``hybrid:rrf``, ``hybrid:weighted``.
+    """
+    mode, _, fusion = mode.partition(":")
     rows: list[dict[str, float]] = []
     failed = 0
     started = time.perf_counter()
@@ -317,6 +332,8 @@ def run_mode(client: Client, mode: str, questions: Sequence[Question]) -> dict[s
             "scope": "messages",
             "limit": LIMIT,
         }
+        if fusion:
+            params["fusion"] = fusion
         try:
             result = client.call("grep", params)
         except RPCError as exc:
@@ -371,6 +388,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             t0 = time.perf_counter()
             ingest = ingest_all(client, samples)
             ingest_seconds = time.perf_counter() - t0
+            if any(m.startswith(("semantic", "hybrid")) for m in modes):
+                embed_seconds = wait_for_embeddings(client)
+                print(f"embedding drained {embed_seconds:.1f}s after ingest", file=sys.stderr)
             results = {mode: run_mode(client, mode, data.questions) for mode in modes}
         log.close()
     elapsed = time.perf_counter() - started

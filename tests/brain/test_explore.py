@@ -622,3 +622,9 @@ def test_adjacent_line_ranges_concatenate_to_the_whole_payload(data: bytes, cut:
     lines = count_lines(data)
     assert line_range(data, 1, lines) == whole
     assert line_range(data, 1, cut) + line_range(data, cut + 1, lines + 5) == whole
+
+
+def test_a_budget_counts_cjk_characters_as_a_token_each() -> None:
+    # "、" is three UTF-8 bytes but one token: a byte-counted budget let it through.
+    assert estimate_tokens(explore("、".encode(), max_tokens=8).summary) <= 8
+    assert estimate_tokens(explore(("東京" * 50).encode(), max_tokens=3).summary) <= 3

@@ -304,7 +304,7 @@ def test_a_single_message_ingest_issues_a_small_fixed_number_of_statements(store
     ingest(store, "s", [_user("hello", "c-1")])
     assert seen[0] == "BEGIN IMMEDIATE"
     assert seen[-1] == "COMMIT"
-    assert len(seen) <= 10
+    assert len(seen) <= 11  # 10, plus one statement queueing the batch for embedding
 
 
 def test_statements_per_message_in_a_batch_stay_constant(store: Store) -> None:

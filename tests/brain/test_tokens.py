@@ -12,6 +12,7 @@ from brain.tokens import (
     MESSAGE_OVERHEAD,
     estimate_tokens,
     message_cost,
+    token_quarters,
 )
 
 _CJK_RANGES = (
@@ -107,3 +108,9 @@ def test_message_cost_adds_the_per_message_overhead() -> None:
 def test_block_overhead_is_small_and_an_image_costs_a_flat_figure() -> None:
     assert 0 < BLOCK_OVERHEAD <= MESSAGE_OVERHEAD
     assert IMAGE_TOKENS > 1_000
+
+
+def test_token_quarters_add_up_and_round_to_the_estimate() -> None:
+    for a, b in [("abc", "東京"), ("é", "、x"), ("", "サーバー")]:
+        assert token_quarters(a + b) == token_quarters(a) + token_quarters(b)
+        assert estimate_tokens(a + b) == -(-token_quarters(a + b) // 4)

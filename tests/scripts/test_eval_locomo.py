@@ -104,7 +104,14 @@ def test_end_to_end(tmp_path: Path) -> None:
     data = tmp_path / "d.json"
     data.write_text(json.dumps([_sample()]))
     out = subprocess.run(
-        [sys.executable, str(SCRIPT), str(data), "--json", "--modes", "full_text,semantic"],
+        [
+            sys.executable,
+            str(SCRIPT),
+            str(data),
+            "--json",
+            "--modes",
+            "full_text,semantic,hybrid:weighted,vector",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -112,7 +119,9 @@ def test_end_to_end(tmp_path: Path) -> None:
         timeout=120,
     )
     result = json.loads(out.stdout)
-    assert "error" in result["semantic"]
+    assert "error" in result["vector"]  # a mode the daemon refuses
+    assert result["semantic"]["questions"] == 3  # embedded before the questions ran
+    assert result["hybrid:weighted"]["questions"] == 3
     ft = result["full_text"]
     assert ft["questions"] == 3
     assert ft["by_category"]["4"]["recall@5"] == 100.0

@@ -1,0 +1,78 @@
+"""Embedding off the request path.
+
+Ingest and compaction queue rows for embedding (``brain.vectors``); this loop
+drains the queue in batches with ``Brain.embed_pending``. ``request()`` after a
+write wakes it; it also looks every ``every_s`` seconds, so a queue left by a
+previous process (or another process) is drained too. Like compaction, it
+waits for writes to go quiet for ``settle_s`` (at most ``max_wait_s``) before it
+starts, so a bulk import does not compete with embedding for the interpreter
+lock, and it has its own limiter, so it never takes the threads requests use.
+"""
+
+from __future__ import annotations
+
+import anyio
+
+from brain import Brain
+from daemon.logs import log
+
+
+class Embeddings:
+    """The background embedder of one engine."""
+
+    def __init__(
+        self,
+        brain: Brain,
+        *,
+        batch: int = 256,
+        every_s: float = 5.0,
+        settle_s: float = 0.25,
+        max_wait_s: float = 5.0,
+    ) -> None:
+        self.brain = brain
+        self.batch = batch
+        self.every_s = every_s
+        self.settle_s = settle_s
+        self.max_wait_s = max_wait_s
+        self.embedded = 0
+        self._limiter = anyio.CapacityLimiter(1)
+        self._wake = anyio.Event()
+        self._last_request = 0.0
+        self._stopped = False
+
+    def request(self) -> None:
+        """Something was written: drain the queue once writes settle."""
+        self._last_request = anyio.current_time()
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Finish the batch in progress and start no other."""
+        self._stopped = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Loop until cancelled or stopped, draining the queue when woken or periodically."""
+        while not self._stopped:
+            await self._settle()
+            try:
+                while not self._stopped:
+                    n = await anyio.to_thread.run_sync(
+                        self.brain.embed_pending, self.batch, limiter=self._limiter
+                    )
+                    if n == 0:
+                        break
+                    self.embedded += n
+            except Exception as exc:  # background work must never end the daemon
+                log.warning("background embedding failed", error=repr(exc))
+            with anyio.move_on_after(self.every_s):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+
+    async def _settle(self) -> None:
+        started = anyio.current_time()
+        while not self._stopped:
+            now = anyio.current_time()
+            quiet_for = now - self._last_request
+            if quiet_for >= self.settle_s or now - started >= self.max_wait_s:
+                return
+            await anyio.sleep(min(self.settle_s - quiet_for, self.max_wait_s - (now - started)))
