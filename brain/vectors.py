@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,9 @@ class VectorIndex:
         self.dim = dim
         self._lock = threading.Lock()
         self._epoch: int | None = None  # the vectors_epoch the hot matrix reflects
+        # Buffers with spare capacity (doubling), the first ``_n`` rows in use:
+        # appending a drained batch must not copy the whole matrix each time.
+        self._n = 0
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._kinds = np.zeros(0, dtype=np.int8)
         self._row_ids = np.zeros(0, dtype=np.int64)
@@ -197,7 +200,9 @@ class VectorIndex:
         """The ``k`` nearest vectors by dot product (cosine: rows are unit length)."""
         self._refresh(store)
         with self._lock:
-            matrix, kinds, row_ids, convs = self._matrix, self._kinds, self._row_ids, self._convs
+            n = self._n  # slices stay valid even if a later append reallocates
+            matrix, kinds = self._matrix[:n], self._kinds[:n]
+            row_ids, convs = self._row_ids[:n], self._convs[:n]
         if k <= 0 or not len(row_ids):
             return []
         scores = matrix @ np.asarray(query, dtype=np.float32).reshape(self.dim)
@@ -227,6 +232,7 @@ class VectorIndex:
             self._kinds = np.asarray([_KINDS.index(r[0]) for r in rows], dtype=np.int8)
             self._row_ids = np.asarray([r[1] for r in rows], dtype=np.int64)
             self._convs = np.asarray([r[2] for r in rows], dtype=np.int64)
+            self._n = len(rows)
             self._epoch = epoch
 
     def _append(
@@ -236,10 +242,25 @@ class VectorIndex:
         row_ids: npt.NDArray[np.int64],
         convs: npt.NDArray[np.int64],
     ) -> None:
-        self._matrix = np.concatenate([self._matrix, vectors])
-        self._kinds = np.concatenate([self._kinds, kinds])
-        self._row_ids = np.concatenate([self._row_ids, row_ids])
-        self._convs = np.concatenate([self._convs, convs])
+        start, end = self._n, self._n + len(vectors)
+        if end > len(self._matrix):
+            capacity = max(end, 2 * len(self._matrix), 1024)
+            self._matrix = _grown(self._matrix, start, capacity)
+            self._kinds = _grown(self._kinds, start, capacity)
+            self._row_ids = _grown(self._row_ids, start, capacity)
+            self._convs = _grown(self._convs, start, capacity)
+        self._matrix[start:end] = vectors
+        self._kinds[start:end] = kinds
+        self._row_ids[start:end] = row_ids
+        self._convs[start:end] = convs
+        self._n = end
+
+
+def _grown(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[Any]:
+    """A new buffer of ``capacity`` rows holding the first ``used`` rows of ``array``."""
+    grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    grown[:used] = array[:used]
+    return grown
 
 
 def _epoch(store: Store) -> int:
