@@ -53,26 +53,28 @@ class Item:
         return self.message_id is not None
 
 
+_CONVERSATION: Final = (
+    "SELECT c.id, c.session_id, c.session_key, c.context_tokens, c.raw_tokens, "
+    "c.context_version, c.compaction_epoch, c.flush_epoch, c.suppress_epoch, "
+    "(SELECT coalesce(max(seq), 0) FROM messages m WHERE m.conversation_id = c.id) "
+    "FROM conversations c "
+)
+
+
 def conversation(store: Store, session: str) -> Conversation:
     """The conversation of a session; ``NotFound`` if it has none."""
-    row = store.one(
-        "SELECT c.id, c.session_id, c.session_key, c.context_tokens, c.raw_tokens, "
-        "c.context_version, c.compaction_epoch, c.flush_epoch, c.suppress_epoch, "
-        "(SELECT coalesce(max(seq), 0) FROM messages m WHERE m.conversation_id = c.id) "
-        "FROM conversations c WHERE c.session_id = ?",
-        (session,),
-    )
+    row = store.one(_CONVERSATION + "WHERE c.session_id = ?", (session,))
     if row is None:
         raise NotFound(f"no session {session!r}", session=session)
     return Conversation(*row)
 
 
 def conversation_by_id(store: Store, conversation_id: int) -> Conversation:
-    """The conversation with this row id."""
-    row = store.one("SELECT session_id FROM conversations WHERE id = ?", (conversation_id,))
+    """The conversation with this row id (one query: compaction asks on every pass)."""
+    row = store.one(_CONVERSATION + "WHERE c.id = ?", (conversation_id,))
     if row is None:
         raise NotFound(f"no conversation {conversation_id}")
-    return conversation(store, str(row[0]))
+    return Conversation(*row)
 
 
 def items(store: Store, conversation_id: int, after_pos: int = 0) -> list[Item]:

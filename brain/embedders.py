@@ -270,15 +270,10 @@ class OpenAIEmbedder:
         self.name = f"openai:{config.model}"
         self._dim = config.dim
         self._lock = threading.Lock()
-        self._poster = ResilientPoster(
-            config.base_url.rstrip("/") + "/embeddings",
-            api_key=config.api_key,
-            timeout_s=config.timeout_s,
-            max_retries=config.max_retries,
-            backoff_base_s=config.backoff_base_s,
-            backoff_max_s=config.backoff_max_s,
-            breaker_threshold=config.breaker_threshold,
-            breaker_reset_s=config.breaker_reset_s,
+        self._poster = ResilientPoster.for_endpoint(
+            config.base_url,
+            "/embeddings",
+            config,
             label="embedding",
             transport=transport,
             sleep=sleep,

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import httpx
 
@@ -104,15 +104,10 @@ class ChatClient:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
-        self._poster = ResilientPoster(
-            config.base_url.rstrip("/") + "/chat/completions",
-            api_key=config.api_key,
-            timeout_s=config.timeout_s,
-            max_retries=config.max_retries,
-            backoff_base_s=config.backoff_base_s,
-            backoff_max_s=config.backoff_max_s,
-            breaker_threshold=config.breaker_threshold,
-            breaker_reset_s=config.breaker_reset_s,
+        self._poster = ResilientPoster.for_endpoint(
+            config.base_url,
+            "/chat/completions",
+            config,
             label="LLM",
             transport=transport,
             sleep=sleep,
@@ -152,6 +147,25 @@ class ChatClient:
         self.close()
 
 
+class ProviderSettings(Protocol):
+    """What a provider config gives a ``ResilientPoster`` (``LLMConfig``, embedder configs)."""
+
+    @property
+    def api_key(self) -> str | None: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def max_retries(self) -> int: ...
+    @property
+    def backoff_base_s(self) -> float: ...
+    @property
+    def backoff_max_s(self) -> float: ...
+    @property
+    def breaker_threshold(self) -> int: ...
+    @property
+    def breaker_reset_s(self) -> float: ...
+
+
 class ResilientPoster:
     """POSTs JSON to one URL with the retry, backoff and breaker rules in the module docstring.
 
@@ -162,6 +176,34 @@ class ResilientPoster:
     ``label`` names the provider kind in log records and breaker errors (``LLM``).
     Thread-safe.
     """
+
+    @classmethod
+    def for_endpoint(
+        cls,
+        base_url: str,
+        path: str,
+        config: ProviderSettings,
+        *,
+        label: str,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> ResilientPoster:
+        """A poster for ``base_url + path`` with a provider config's retry and breaker settings."""
+        return cls(
+            base_url.rstrip("/") + path,
+            api_key=config.api_key,
+            timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+            backoff_base_s=config.backoff_base_s,
+            backoff_max_s=config.backoff_max_s,
+            breaker_threshold=config.breaker_threshold,
+            breaker_reset_s=config.breaker_reset_s,
+            label=label,
+            transport=transport,
+            sleep=sleep,
+            clock=clock,
+        )
 
     def __init__(
         self,

@@ -50,18 +50,6 @@ class StoredMessage:
     parts: tuple[StoredPart, ...]
     suppressed: bool = False
 
-    @property
-    def tool_call_ids(self) -> tuple[str, ...]:
-        """Ids of the tool calls this message makes."""
-        return tuple(p.tool_call_id for p in self.parts if p.kind == "tool_call" and p.tool_call_id)
-
-    @property
-    def tool_result_ids(self) -> tuple[str, ...]:
-        """Ids of the tool calls this message answers."""
-        return tuple(
-            p.tool_call_id for p in self.parts if p.kind == "tool_result" and p.tool_call_id
-        )
-
 
 # Ids go in as one JSON array (json_each), so any number of them is one
 # statement with one binding and no SQL is ever built from values.

@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from brain import Brain
 from daemon.logs import log
+from daemon.settle import until_quiet
 
 T = TypeVar("T")
 
@@ -74,7 +75,10 @@ class Compactions:
         try:
             while True:
                 self._again.discard(session)
-                await self._settle(session)
+                # request() records the session's last ingest before starting us.
+                await until_quiet(
+                    lambda: self._last.get(session, 0.0), self.settle_s, self.max_wait_s
+                )
                 report = await self.run(self.brain.compact_incremental, session)
                 if report.summaries:
                     self.completed += 1
@@ -94,13 +98,3 @@ class Compactions:
         finally:
             self._running.discard(session)
             self._last.pop(session, None)
-
-    async def _settle(self, session: str) -> None:
-        """Wait until the session has had no ingest for ``settle_s`` (or ``max_wait_s`` passed)."""
-        started = anyio.current_time()
-        while True:
-            now = anyio.current_time()
-            quiet_for = now - self._last.get(session, started)
-            if quiet_for >= self.settle_s or now - started >= self.max_wait_s:
-                return
-            await anyio.sleep(min(self.settle_s - quiet_for, self.max_wait_s - (now - started)))

@@ -15,6 +15,7 @@ import anyio
 
 from brain import Brain
 from daemon.logs import log
+from daemon.settle import until_quiet
 
 
 class Embeddings:
@@ -53,7 +54,9 @@ class Embeddings:
     async def run(self) -> None:
         """Loop until cancelled or stopped, draining the queue when woken or periodically."""
         while not self._stopped:
-            await self._settle()
+            await until_quiet(
+                lambda: self._last_request, self.settle_s, self.max_wait_s, lambda: self._stopped
+            )
             try:
                 while not self._stopped:
                     n = await anyio.to_thread.run_sync(
@@ -67,12 +70,3 @@ class Embeddings:
             with anyio.move_on_after(self.every_s):
                 await self._wake.wait()
             self._wake = anyio.Event()
-
-    async def _settle(self) -> None:
-        started = anyio.current_time()
-        while not self._stopped:
-            now = anyio.current_time()
-            quiet_for = now - self._last_request
-            if quiet_for >= self.settle_s or now - started >= self.max_wait_s:
-                return
-            await anyio.sleep(min(self.settle_s - quiet_for, self.max_wait_s - (now - started)))

@@ -75,11 +75,6 @@ class Server:
         self.stop_reason: str | None = None
         self._splitter = LineSplitter(max_line)
 
-    @property
-    def stopping(self) -> bool:
-        """True once the server has stopped taking new requests."""
-        return self._stopping
-
     async def serve(self, source: ByteSource) -> None:
         """Answer requests until EOF, ``shutdown`` or ``stop()``; return when drained."""
         async with anyio.create_task_group() as tg:

@@ -26,6 +26,16 @@ from types import TracebackType
 from typing import Any
 
 
+class Clock:
+    """A monotonic clock a test moves by hand (for retry and breaker timing)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @dataclass(frozen=True)
 class Reply:
     """One canned response; ``body`` is JSON-encoded unless it is bytes or str."""

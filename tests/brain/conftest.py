@@ -9,6 +9,7 @@ import pytest
 
 from brain import Brain, BrainConfig, Store, open_store
 from tests.brain.lcm import SMALL_BRAIN
+from tests.openai_server import Clock, OpenAIServer
 
 
 @pytest.fixture
@@ -29,3 +30,22 @@ def small(db_path: Path) -> Iterator[Brain]:
         yield engine
     finally:
         engine.close()
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    """A loopback server speaking the OpenAI API shape."""
+    with OpenAIServer() as running:
+        yield running
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    """Durations a provider client asked to sleep; nothing really sleeps."""
+    return []
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """A monotonic clock the test moves by hand."""
+    return Clock()

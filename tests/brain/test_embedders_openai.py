@@ -14,37 +14,10 @@ import pytest
 
 from brain.embedders import Embedder, OpenAIEmbedder, OpenAIEmbedderConfig
 from brain.errors import ProviderError
-from tests.openai_server import OpenAIServer, Reply
+from tests.openai_server import Clock, OpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-embed-DO-NOT-LEAK-7b2d01"
-
-
-class Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as running:
-        yield running
-
-
-@pytest.fixture
-def sleeps() -> list[float]:
-    """Durations the embedder asked to sleep; nothing really sleeps."""
-    return []
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 EmbedderFactory = Callable[..., OpenAIEmbedder]

@@ -25,38 +25,11 @@ from brain.summarize import (
     summarize_with_escalation,
 )
 from brain.tokens import estimate_tokens
-from tests.openai_server import OpenAIServer, Reply
+from tests.openai_server import Clock, OpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-DO-NOT-LEAK-4f1c9e"
 MESSAGES = [{"role": "user", "content": "hello"}]
-
-
-class Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as running:
-        yield running
-
-
-@pytest.fixture
-def sleeps() -> list[float]:
-    """Durations the client asked to sleep; nothing really sleeps."""
-    return []
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 ClientFactory = Callable[..., ChatClient]

@@ -123,12 +123,6 @@ def test_a_scope_of_conversation_ids_works_like_a_predicate(small: Brain) -> Non
 
 
 @pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as running:
-        yield running
-
-
-@pytest.fixture
 def llm_brain(small: Brain, server: OpenAIServer) -> Iterator[Brain]:
     client = ChatClient(LLMConfig(base_url=server.base_url, model="m", max_retries=0))
     small.chat = client
