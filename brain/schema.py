@@ -259,7 +259,16 @@ INSERT INTO embed_queue (kind, row_id) SELECT 'message', id FROM messages;
 INSERT INTO embed_queue (kind, row_id) SELECT 'summary', id FROM summaries;
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5)
+# Version 6: identical text is embedded once. Each vector records a hash of the
+# text it was made from (the embedder is fixed per database, see V5), so a row
+# whose text was embedded before takes that vector instead of embedding again.
+# Rows stored before this version have no hash and are simply not reused.
+_V6: Final = """
+ALTER TABLE vectors ADD COLUMN text_hash BLOB;
+CREATE INDEX vectors_text_hash ON vectors(text_hash) WHERE text_hash IS NOT NULL;
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
