@@ -24,6 +24,7 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from brain.ann import IVF, default_nprobe, top_k
 from brain.embedders import Embedder
 from brain.store import Store
 
@@ -32,6 +33,9 @@ __all__ = ["Pending", "VectorIndex"]
 Kind = Literal["message", "summary"]
 _KINDS: Final[tuple[Kind, Kind]] = ("message", "summary")
 _EPOCH_KEY: Final = "vectors_epoch"
+EXACT_BELOW: Final = 200_000
+"""Unscoped searches are exact below this many rows (~5 ms at dim 256), IVF above."""
+_TAIL_FRACTION: Final = 0.2  # unclustered rows, relative to clustered, before a rebuild
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +50,22 @@ class Pending:
 class VectorIndex:
     """Vectors of one database for one embedder; safe to share between threads."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(
+        self,
+        dim: int,
+        *,
+        exact_below: int = EXACT_BELOW,
+        nprobe: int | None = None,
+        background: bool = True,
+    ) -> None:
+        """An empty index of ``dim``-wide vectors (filled from the store on first search).
+
+        Unscoped searches over fewer than ``exact_below`` rows are exact; above that an
+        IVF index (``brain.ann``) answers them, probing ``nprobe`` lists (default:
+        ``ann.default_nprobe``). ``background=False`` builds it inside the search that
+        finds it missing or stale (tests), instead of on a thread while searches go on
+        exactly.
+        """
         self.dim = dim
         self._lock = threading.Lock()
         self._epoch: int | None = None  # the vectors_epoch the hot matrix reflects
@@ -57,6 +76,16 @@ class VectorIndex:
         self._kinds = np.zeros(0, dtype=np.int8)
         self._row_ids = np.zeros(0, dtype=np.int64)
         self._convs = np.zeros(0, dtype=np.int64)
+        # The IVF index covers rows [0, _ivf.rows) of the buffers (permuted into list
+        # order when it was built); rows after them are the tail, scanned exactly.
+        self._exact_below = exact_below
+        self._nprobe = nprobe
+        self._background = background
+        self._ivf: IVF | None = None
+        self._trained_rows = 0  # rows the centroids were trained on (retrain at 2x)
+        self._generation = 0  # bumped by every reload: an older build is discarded
+        self._idle = threading.Event()  # set while no build runs
+        self._idle.set()
 
     # -- identity -------------------------------------------------------------------
 
@@ -197,26 +226,130 @@ class VectorIndex:
         k: int,
         conversations: Sequence[int] | None = None,
     ) -> list[tuple[Kind, int, float]]:
-        """The ``k`` nearest vectors by dot product (cosine: rows are unit length)."""
+        """The ``k`` nearest vectors by dot product (cosine: rows are unit length).
+
+        Scoped to ``conversations``, the search is exact and scores only their rows.
+        Unscoped, it is exact below ``exact_below`` rows; above, it probes the IVF lists
+        nearest the query and scans the rows appended since the index was built exactly.
+        """
         self._refresh(store)
+        self._maybe_rebuild()
         with self._lock:
-            n = self._n  # slices stay valid even if a later append reallocates
+            n = self._n  # slices stay valid even if a later append or rebuild reallocates
             matrix, kinds = self._matrix[:n], self._kinds[:n]
             row_ids, convs = self._row_ids[:n], self._convs[:n]
-        if k <= 0 or not len(row_ids):
+            ivf = self._ivf
+        if k <= 0 or n == 0:
             return []
-        scores = matrix @ np.asarray(query, dtype=np.float32).reshape(self.dim)
+        q = np.asarray(query, dtype=np.float32).reshape(self.dim)
         if conversations is not None:
-            mask = np.isin(convs, np.asarray(list(conversations), dtype=np.int64))
-            scores = np.where(mask, scores, -np.inf)
-        k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
+            wanted = np.asarray(list(conversations), dtype=np.int64)
+            # One equality pass is ~0.2 ms at 1M rows; isin sorts when given many ids.
+            mask = convs == wanted[0] if len(wanted) == 1 else np.isin(convs, wanted)
+            positions = np.flatnonzero(mask)
+            scores = matrix[positions] @ q
+            best = top_k(scores, k)
+            positions, scores = positions[best], scores[best]
+        elif ivf is None:
+            scores = matrix @ q
+            positions = top_k(scores, k)
+            scores = scores[positions]
+        else:
+            covered = ivf.rows
+            nprobe = self._nprobe or default_nprobe(ivf.lists)
+            found, found_scores = ivf.search(matrix[:covered], q, k, nprobe)
+            tail_scores = matrix[covered:] @ q
+            tail = top_k(tail_scores, k)
+            positions = np.concatenate([found, tail + covered])
+            scores = np.concatenate([found_scores, tail_scores[tail]])
+            best = top_k(scores, k)
+            positions, scores = positions[best], scores[best]
         return [
-            (_KINDS[int(kinds[i])], int(row_ids[i]), float(scores[i]))
-            for i in top
-            if np.isfinite(scores[i])
+            (_KINDS[int(kinds[i])], int(row_ids[i]), float(s))
+            for i, s in zip(positions.tolist(), scores.tolist(), strict=True)
         ]
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait for a background IVF build to finish; False if ``timeout`` passed first."""
+        return self._idle.wait(timeout)
+
+    def _maybe_rebuild(self) -> None:
+        """Start an IVF (re)build when the index is missing or its tail has grown too long.
+
+        Appends land in the tail; once it exceeds ``_TAIL_FRACTION`` of the covered rows
+        they are assigned to the existing lists (O(tail x lists x d) plus one O(n) copy),
+        and once the rows have doubled since training the centroids are retrained (lists
+        grow with sqrt(n)). Rebuilds happen at geometric intervals, so their amortised
+        cost is O(lists x d) per appended row: ~3 us at 1M rows of dim 256.
+        """
+        with self._lock:
+            if not self._idle.is_set() or self._n < max(1, self._exact_below):
+                return
+            ivf, n = self._ivf, self._n
+            if ivf is not None and n - ivf.rows <= _TAIL_FRACTION * ivf.rows:
+                return
+            self._idle.clear()
+            job = (
+                self._generation,
+                self._matrix[:n],
+                self._kinds[:n],
+                self._row_ids[:n],
+                self._convs[:n],
+            )
+        if self._background:
+            threading.Thread(target=self._rebuild, args=job, name="brain-ivf", daemon=True).start()
+        else:
+            self._rebuild(*job)
+
+    def _rebuild(
+        self,
+        generation: int,
+        matrix: npt.NDArray[np.float32],
+        kinds: npt.NDArray[np.int8],
+        row_ids: npt.NDArray[np.int64],
+        convs: npt.NDArray[np.int64],
+    ) -> None:
+        """Build the index over a snapshot of rows and swap in permuted copies of them.
+
+        Runs without the lock: searches go on over the old buffers (the old index and
+        tail, or exactly). The new buffers briefly double the matrix's memory.
+        """
+        try:
+            n0 = len(matrix)
+            ivf = self._ivf
+            if ivf is None or n0 > 2 * self._trained_rows:
+                ivf, order = IVF.build(matrix)
+                trained = n0
+            else:
+                ivf, order = ivf.extended(matrix[ivf.rows :])
+                trained = self._trained_rows
+            capacity = max(len(self._matrix), n0)
+            new_matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+            np.take(matrix, order, axis=0, out=new_matrix[:n0])
+            new: list[npt.NDArray[Any]] = [
+                new_matrix,
+                _permuted(kinds, order, capacity),
+                _permuted(row_ids, order, capacity),
+                _permuted(convs, order, capacity),
+            ]
+            with self._lock:
+                if self._generation != generation:
+                    return  # reloaded meanwhile: these rows may be stale
+                n = self._n
+                if n > capacity:
+                    new = [_grown(a, n0, max(n, 2 * capacity)) for a in new]
+                old: list[npt.NDArray[Any]] = [
+                    self._matrix,
+                    self._kinds,
+                    self._row_ids,
+                    self._convs,
+                ]
+                for fresh, current in zip(new, old, strict=True):
+                    fresh[n0:n] = current[n0:n]  # rows appended while building
+                self._matrix, self._kinds, self._row_ids, self._convs = new
+                self._ivf, self._trained_rows = ivf, trained
+        finally:
+            self._idle.set()
 
     def _refresh(self, store: Store) -> None:
         epoch = _epoch(store)
@@ -224,9 +357,9 @@ class VectorIndex:
             if self._epoch == epoch:
                 return
         rows = list(store.execute("SELECT kind, row_id, conversation_id, vector FROM vectors"))
-        matrix = np.zeros((len(rows), self.dim), dtype=np.float32)
-        for i, r in enumerate(rows):
-            matrix[i] = np.frombuffer(r[3], dtype=np.float32)
+        # One join and one frombuffer: a row-by-row copy took ~2 s at 1M rows.
+        blob = b"".join(r[3] for r in rows)
+        matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dim).copy()
         with self._lock:
             self._matrix = matrix
             self._kinds = np.asarray([_KINDS.index(r[0]) for r in rows], dtype=np.int8)
@@ -234,6 +367,8 @@ class VectorIndex:
             self._convs = np.asarray([r[2] for r in rows], dtype=np.int64)
             self._n = len(rows)
             self._epoch = epoch
+            self._ivf = None  # rows may have gone or changed: rebuilt on a later search
+            self._generation += 1
 
     def _append(
         self,
@@ -242,6 +377,7 @@ class VectorIndex:
         row_ids: npt.NDArray[np.int64],
         convs: npt.NDArray[np.int64],
     ) -> None:
+        # Rows go to the tail (after the IVF's rows): searches scan them exactly.
         start, end = self._n, self._n + len(vectors)
         if end > len(self._matrix):
             capacity = max(end, 2 * len(self._matrix), 1024)
@@ -254,6 +390,15 @@ class VectorIndex:
         self._row_ids[start:end] = row_ids
         self._convs[start:end] = convs
         self._n = end
+
+
+def _permuted(
+    array: npt.NDArray[Any], order: npt.NDArray[np.int64], capacity: int
+) -> npt.NDArray[Any]:
+    """A buffer of ``capacity`` rows starting with ``array[order]``."""
+    out = np.zeros(capacity, dtype=array.dtype)
+    out[: len(order)] = array[order]
+    return out
 
 
 def _grown(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[Any]:
