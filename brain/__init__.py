@@ -8,10 +8,11 @@ from brain.assemble import Assembled, AssembleOptions
 from brain.compaction import CompactionReport
 from brain.config import BrainConfig, CompactionConfig
 from brain.content import MessageIn
-from brain.engine import Brain, Info, SaveResult
+from brain.engine import Brain, EmbeddingsInfo, Info, SaveResult
 from brain.errors import (
     BrainError,
     Conflict,
+    EmbedderMismatch,
     GrantDenied,
     GrantExhausted,
     InvalidInput,
@@ -33,8 +34,10 @@ __all__ = [
     "CompactionReport",
     "BrainError",
     "Conflict",
+    "EmbedderMismatch",
     "GrantDenied",
     "GrantExhausted",
+    "EmbeddingsInfo",
     "Info",
     "IngestResult",
     "IngestedMessage",

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from brain import grants
 from brain.assemble import Assembled, AssembleOptions, Assembler
 from brain.compaction import CompactionReport, Compactor
@@ -23,7 +25,7 @@ from brain.content import MessageIn, normalize_time, restore
 from brain.context import conversation
 from brain.describe import describe, expand
 from brain.embedders import Embedder, default_embedder
-from brain.errors import NotFound
+from brain.errors import NotFound, ProviderError
 from brain.files import read_file, stray_files
 from brain.grants import Grant, Reach
 from brain.ingest import GENERATED_ID, IngestResult, ingest
@@ -32,11 +34,30 @@ from brain.search import GrepOptions, Hit, Nearest, grep
 from brain.store import Store, open_store
 from brain.summarize import ExtractiveSummarizer, Summarizer
 from brain.suppress import SuppressResult, set_suppressed
-from brain.vectors import VectorIndex
+from brain.vectors import VectorIndex, stored_identity
 from brain.version import __version__
 
 if TYPE_CHECKING:
     from brain.llm import ChatClient
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingsInfo:
+    """The vector index as this process sees it: its embedder, and how far embedding got.
+
+    ``stored`` rows have a vector and ``pending`` wait in the queue (after an embedder
+    change, every row waits again and ``stored`` climbs back as the background worker
+    drains). ``dim`` is None while an embedder that learns it has not asked yet.
+    ``stored_embedder`` names the embedder the stored vectors belong to; when it differs
+    from ``embedder`` for more than a moment, another process owns the index with another
+    embedder and this one neither embeds nor answers semantic searches.
+    """
+
+    embedder: str
+    dim: int | None
+    stored: int
+    pending: int
+    stored_embedder: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +74,7 @@ class Info:
     edges: int
     large_files: int
     db_bytes: int
+    embeddings: EmbeddingsInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +95,7 @@ class Brain:
         config: BrainConfig | None = None,
         *,
         summarizer: Summarizer | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.config = config or BrainConfig()
         self._lock = threading.RLock()
@@ -86,7 +109,7 @@ class Brain:
         self._assembler = Assembler(self.config.compaction)
         self.chat: ChatClient | None = None
         """The chat client for LLM answers (``expand_query``); None: extractive only."""
-        self.embedder: Embedder = default_embedder()
+        self.embedder: Embedder = embedder or default_embedder()
         """The embedder for semantic search; replacing it re-embeds everything (lazily)."""
         self._index: VectorIndex | None = None
         self._index_embedder: Embedder | None = None
@@ -117,27 +140,39 @@ class Brain:
         """Embed one batch of queued rows; return how many were stored (0: nothing queued).
 
         The queue is read and the vectors written under the lock; embedding runs
-        outside it, so reads and ingests go on meanwhile.
+        outside it, so reads and ingests go on meanwhile. Only texts with no stored
+        vector are embedded, each once. Raises :class:`~brain.errors.EmbedderMismatch`
+        if another process switched the database to another embedder.
         """
         embedder = self.embedder
+        _learn_dim(embedder)
         with self._lock:
             index = self._vector_index(embedder)
             pending = index.take(self._store, batch)
         if not pending.keys:
             return 0
-        vectors = embedder.embed(list(pending.texts))
+        vectors = (
+            embedder.embed(list(pending.to_embed))
+            if pending.to_embed
+            else np.zeros((0, index.dim), dtype=np.float32)
+        )
         with self._lock:
             if self._index is not index:  # the embedder changed meanwhile
                 return 0
             return index.put(self._store, pending, vectors)
 
     def embeddings_pending(self) -> int:
-        """How many messages and summaries wait to be embedded."""
+        """How many messages and summaries wait to be embedded (checks the identity first)."""
+        embedder = self.embedder
+        _learn_dim(embedder)
         with self._lock:
-            return self._vector_index(self.embedder).pending(self._store)
+            return self._vector_index(embedder).pending(self._store)
 
     def _vector_index(self, embedder: Embedder) -> VectorIndex:
-        """The index for ``embedder``, checking the stored identity on first use (locked)."""
+        """The index for ``embedder``, checking the stored identity on first use (locked).
+
+        The embedder's ``dim`` must be known (``_learn_dim`` first, outside the lock).
+        """
         if self._index is None or self._index_embedder is not embedder:
             index = VectorIndex(embedder.dim)
             index.check_identity(self._store, embedder)
@@ -155,6 +190,15 @@ class Brain:
                 "(SELECT count(*) FROM large_files), (SELECT count(*) FROM summaries)"
             )
             assert row is not None
+            embedder = self.embedder
+            stored = stored_identity(store)
+            embeddings = EmbeddingsInfo(
+                embedder=embedder.name,
+                dim=embedder.dim or None,
+                stored=int(store.scalar("SELECT count(*) FROM vectors")),
+                pending=int(store.scalar("SELECT count(*) FROM embed_queue")),
+                stored_embedder=None if stored is None else stored[0],
+            )
             page_count = int(store.scalar("PRAGMA page_count"))
             page_size = int(store.scalar("PRAGMA page_size"))
             return Info(
@@ -168,6 +212,7 @@ class Brain:
                 edges=0,
                 large_files=int(row[2]),
                 db_bytes=page_count * page_size,
+                embeddings=embeddings,
             )
 
     def get_message(self, session: str, message_id: str) -> dict[str, Any]:
@@ -271,6 +316,7 @@ class Brain:
         embedder = self.embedder
         query_vector = None
         if options.mode in ("semantic", "hybrid"):
+            _learn_dim(embedder)
             query_vector = embedder.embed([options.query])[0]
         with self._lock:
             store = self._store
@@ -291,6 +337,7 @@ class Brain:
             nearest: Nearest | None = None
             if query_vector is not None:
                 index = self._vector_index(embedder)
+                index.verify(store)  # another process may have switched the embedder
                 scope = options.conversations
 
                 def nearest(k: int) -> list[tuple[str, int, float]]:
@@ -442,3 +489,16 @@ class Brain:
         for path in stray_files(store.files_dir, known, self.config.orphan_file_grace_s):
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+def _learn_dim(embedder: Embedder) -> None:
+    """Make sure ``embedder.dim`` is known, asking a provider once with a short text if not.
+
+    An OpenAI-compatible embedder without a configured dimension learns it from its first
+    answer; the index needs it before it can check or store anything. Runs outside the
+    engine's lock, since it may wait on the network.
+    """
+    if embedder.dim <= 0:
+        embedder.embed(["dimension probe"])
+        if embedder.dim <= 0:
+            raise ProviderError(f"embedder {embedder.name} did not say its dimension")

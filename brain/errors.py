@@ -55,6 +55,12 @@ class Conflict(BrainError):
     default_message = "conflict"
 
 
+class EmbedderMismatch(Conflict):
+    """The stored vectors belong to another embedder (another process switched it)."""
+
+    default_message = "the stored vectors were made by another embedder"
+
+
 class GrantDenied(BrainError):
     """The grant does not allow this request; ``reason`` says why.
 

@@ -5,9 +5,19 @@ Embedding is off the ingest path. Ingest and compaction queue rows in ``embed_qu
 deletes the queue rows in one transaction, so the queue survives restarts and nothing is
 embedded twice. Searches answer from what is embedded; ``pending`` says how much is not.
 
+Identical text is embedded once: each vector row records ``text_hash`` (blake2b-128 of the
+UTF-8 text), ``take`` looks each queued text's hash up in the index on it, and only texts
+with no stored vector (one per distinct text in the batch) go to the embedder; ``put``
+copies the stored vector for the others.
+
 The embedder's identity (name, dim) is stored in ``meta``. Opening with a different
 embedder deletes every vector and queues every row again: vectors of two embedders are
-never mixed. A counter in ``meta`` (``vectors_epoch``) changes on every write to
+never mixed. Another process may do that while this one runs (it was started with another
+embedder): this index then notices, on its next ``take``, ``put`` or ``verify``, that the
+stored identity is no longer its own and raises :class:`~brain.errors.EmbedderMismatch`
+rather than write or search vectors of another embedder. The last process to open the
+index with a new embedder owns it; the others must be restarted with that embedder.
+A counter in ``meta`` (``vectors_epoch``) changes on every write to
 ``vectors``, so a process notices another process's writes and reloads its matrix.
 
 Suppressed rows are embedded like any other (unsuppressing needs no re-embedding); the
@@ -16,6 +26,7 @@ search layer filters them out, as it does for full text.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,9 +37,10 @@ import numpy.typing as npt
 
 from brain.ann import IVF, default_nprobe, top_k
 from brain.embedders import Embedder
+from brain.errors import EmbedderMismatch
 from brain.store import Store
 
-__all__ = ["Pending", "VectorIndex"]
+__all__ = ["Pending", "VectorIndex", "stored_identity", "text_hash"]
 
 Kind = Literal["message", "summary"]
 _KINDS: Final[tuple[Kind, Kind]] = ("message", "summary")
@@ -38,13 +50,25 @@ EXACT_BELOW: Final = 200_000
 _TAIL_FRACTION: Final = 0.2  # unclustered rows, relative to clustered, before a rebuild
 
 
+def text_hash(text: str) -> bytes:
+    """The 16-byte blake2b digest of ``text``'s UTF-8: equal texts share one vector."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """Rows taken from the queue for embedding: keys, conversations and texts."""
+    """Rows taken from the queue for embedding, and which of their texts need embedding.
+
+    ``slots[i]`` is the index in ``to_embed`` of row ``i``'s text, or ``-1`` when a vector
+    for that text is already stored (``put`` copies it). ``to_embed`` has each text once.
+    """
 
     keys: tuple[tuple[Kind, int], ...]
     conversations: tuple[int, ...]
     texts: tuple[str, ...]
+    hashes: tuple[bytes, ...]
+    slots: tuple[int, ...]
+    to_embed: tuple[str, ...]
 
 
 class VectorIndex:
@@ -67,6 +91,7 @@ class VectorIndex:
         exactly.
         """
         self.dim = dim
+        self._identity: tuple[str, str] | None = None  # (name, dim) once check_identity ran
         self._lock = threading.Lock()
         self._epoch: int | None = None  # the vectors_epoch the hot matrix reflects
         # Buffers with spare capacity (doubling), the first ``_n`` rows in use:
@@ -96,15 +121,14 @@ class VectorIndex:
         vector is deleted and every message and summary queued, in one transaction.
         """
         name, dim = embedder.name, str(embedder.dim)
+        if embedder.dim != self.dim:
+            raise ValueError(f"embedder {name} has dim {dim}, this index {self.dim}")
+        self._identity = (name, dim)
         with store.transaction():
-            stored = dict(
-                store.execute(
-                    "SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')"
-                )
-            )
-            if stored.get("embedder_name") == name and stored.get("embedder_dim") == dim:
+            stored = stored_identity(store)
+            if stored == (name, dim):
                 return False
-            reset = bool(stored) or store.scalar("SELECT count(*) FROM vectors") > 0
+            reset = stored is not None or store.scalar("SELECT count(*) FROM vectors") > 0
             if reset:
                 store.execute("DELETE FROM vectors")
                 store.execute(
@@ -125,6 +149,25 @@ class VectorIndex:
             self._epoch = None
         return reset
 
+    def verify(self, store: Store) -> None:
+        """Raise :class:`EmbedderMismatch` if another process gave the vectors another embedder.
+
+        Meant to run before a search, and runs inside ``take`` and ``put``: the vectors in
+        the table are then the ones this index's embedder made (``check_identity`` first).
+        """
+        if self._identity is None:
+            raise RuntimeError("check_identity must run before the index is used")
+        stored = stored_identity(store)
+        if stored != self._identity:
+            theirs = "none" if stored is None else f"{stored[0]} (dim {stored[1]})"
+            raise EmbedderMismatch(
+                f"the stored vectors are now {theirs}'s, this process embeds with "
+                f"{self._identity[0]} (dim {self._identity[1]}): another process changed the "
+                "embedder; restart this one with the same embedder",
+                embedder=self._identity[0],
+                stored_embedder=None if stored is None else stored[0],
+            )
+
     # -- the queue ------------------------------------------------------------------
 
     def pending(self, store: Store) -> int:
@@ -134,8 +177,10 @@ class VectorIndex:
     def take(self, store: Store, batch: int = 256) -> Pending:
         """Up to ``batch`` queued rows with their texts (the queue is left as it is).
 
-        Rows that no longer exist are dropped from the queue here.
+        Rows that no longer exist are dropped from the queue here. ``to_embed`` lists the
+        distinct texts of the batch that have no stored vector yet.
         """
+        self.verify(store)
         rows = list(
             store.execute(
                 "SELECT q.kind, q.row_id, coalesce(m.conversation_id, s.conversation_id), "
@@ -154,25 +199,57 @@ class VectorIndex:
                         "DELETE FROM embed_queue WHERE kind = ? AND row_id = ?", (kind, row_id)
                     )
         live = [r for r in rows if r[3] is not None]
+        texts = tuple(str(r[3]) for r in live)
+        hashes = tuple(text_hash(t) for t in texts)
+        slot_of: dict[bytes, int] = {}
+        to_embed: list[str] = []
+        slots: list[int] = []
+        for text, digest in zip(texts, hashes, strict=True):
+            if digest not in slot_of:
+                stored = store.one("SELECT 1 FROM vectors WHERE text_hash = ? LIMIT 1", (digest,))
+                slot_of[digest] = -1 if stored is not None else len(to_embed)
+                if stored is None:
+                    to_embed.append(text)
+            slots.append(slot_of[digest])
         return Pending(
             tuple((r[0], int(r[1])) for r in live),
             tuple(int(r[2]) for r in live),
-            tuple(str(r[3]) for r in live),
+            texts,
+            hashes,
+            tuple(slots),
+            tuple(to_embed),
         )
 
-    def put(self, store: Store, pending: Pending, vectors: npt.NDArray[np.float32]) -> int:
+    def put(self, store: Store, pending: Pending, embedded: npt.NDArray[np.float32]) -> int:
         """Store vectors for rows still queued, dequeue them, append to the hot matrix.
 
-        A row dequeued meanwhile (another process drained it, or an embedder change
-        requeued everything and a newer drain took it) is skipped. Returns rows stored.
+        ``embedded`` holds the vectors of ``pending.to_embed``, in order; rows whose text
+        already had a vector get a copy of it. A row dequeued meanwhile (another process
+        drained it, or an embedder change requeued everything and a newer drain took it)
+        is skipped, and so is a row whose stored twin has gone (it stays queued). Raises
+        :class:`EmbedderMismatch`, writing nothing, if another process changed the
+        embedder. Returns rows stored.
         """
-        if vectors.shape != (len(pending.keys), self.dim):
-            raise ValueError(f"expected {len(pending.keys)} vectors of dim {self.dim}")
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if embedded.shape != (len(pending.to_embed), self.dim):
+            raise ValueError(f"expected {len(pending.to_embed)} vectors of dim {self.dim}")
+        embedded = np.ascontiguousarray(embedded, dtype=np.float32)
+        vectors = np.zeros((len(pending.keys), self.dim), dtype=np.float32)
         stored: list[int] = []
         replaced = False
         with store.transaction():
+            self.verify(store)
             for i, (kind, row_id) in enumerate(pending.keys):
+                slot = pending.slots[i]
+                if slot >= 0:
+                    vectors[i] = embedded[slot]
+                else:
+                    twin = store.one(
+                        "SELECT vector FROM vectors WHERE text_hash = ? LIMIT 1",
+                        (pending.hashes[i],),
+                    )
+                    if twin is None:
+                        continue
+                    vectors[i] = np.frombuffer(twin[0], dtype=np.float32)
                 taken = store.one(
                     "DELETE FROM embed_queue WHERE kind = ? AND row_id = ? RETURNING row_id",
                     (kind, row_id),
@@ -189,9 +266,15 @@ class VectorIndex:
                     is not None
                 )
                 store.execute(
-                    "INSERT INTO vectors (kind, row_id, conversation_id, vector) "
-                    "VALUES (?, ?, ?, ?)",
-                    (kind, row_id, pending.conversations[i], vectors[i].tobytes()),
+                    "INSERT INTO vectors (kind, row_id, conversation_id, vector, text_hash) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        kind,
+                        row_id,
+                        pending.conversations[i],
+                        vectors[i].tobytes(),
+                        pending.hashes[i],
+                    ),
                 )
                 stored.append(i)
             epoch = _bump_epoch(store) if stored else 0
@@ -211,11 +294,19 @@ class VectorIndex:
         return len(stored)
 
     def drain(self, store: Store, embedder: Embedder, batch: int = 256) -> int:
-        """Embed one batch of queued rows; return how many were stored (0: queue empty)."""
+        """Embed one batch of queued rows; return how many were stored (0: queue empty).
+
+        Only texts with no stored vector reach the embedder, each once.
+        """
         pending = self.take(store, batch)
         if not pending.keys:
             return 0
-        return self.put(store, pending, embedder.embed(list(pending.texts)))
+        embedded = (
+            embedder.embed(list(pending.to_embed))
+            if pending.to_embed
+            else np.zeros((0, self.dim), dtype=np.float32)
+        )
+        return self.put(store, pending, embedded)
 
     # -- search ---------------------------------------------------------------------
 
@@ -406,6 +497,16 @@ def _grown(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[Any
     grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[:used] = array[:used]
     return grown
+
+
+def stored_identity(store: Store) -> tuple[str, str] | None:
+    """The (name, dim) of the embedder the stored vectors belong to, if one is recorded."""
+    stored = dict(
+        store.execute("SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
+    )
+    if "embedder_name" not in stored:
+        return None
+    return str(stored["embedder_name"]), str(stored.get("embedder_dim"))
 
 
 def _epoch(store: Store) -> int:

@@ -12,7 +12,10 @@ the requests it received, headers included::
 Every POST (``/v1/chat/completions``, ``/v1/embeddings``) takes the next queued
 reply; :meth:`Reply.embeddings` builds an embeddings answer.
 With the queue empty it answers 503 ``no reply queued``, so a test that makes
-more calls than it planned fails loudly instead of hanging.
+more calls than it planned fails loudly instead of hanging; a server made with
+``OpenAIServer(embed=HashEmbedder(dim))`` instead answers every ``/v1/embeddings``
+request with that embedder's vectors of the inputs (for a daemon that embeds
+whenever it likes).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
+
+from brain.embedders import Embedder
 
 
 class Clock:
@@ -113,7 +118,8 @@ class Recorded:
 class OpenAIServer:
     """A ThreadingHTTPServer on 127.0.0.1, an ephemeral port, with a programmable reply queue."""
 
-    def __init__(self) -> None:
+    def __init__(self, embed: Embedder | None = None) -> None:
+        self.embed = embed
         self.requests: list[Recorded] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -167,6 +173,9 @@ class OpenAIServer:
             self.requests.append(request)
             if self._replies:
                 return self._replies.popleft()
+        if self.embed is not None and request.path.endswith("/embeddings"):
+            inputs = request.json()["input"]
+            return Reply.embeddings(self.embed.embed(inputs).tolist())
         return Reply.error(503, "no reply queued")
 
 

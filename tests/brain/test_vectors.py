@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from brain import Brain, MessageIn
-from brain.embedders import HashEmbedder, StaticEmbedder
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from brain import Brain, EmbedderMismatch, MessageIn
+from brain.embedders import HashEmbedder, OpenAIEmbedder, OpenAIEmbedderConfig, StaticEmbedder
 from brain.search import GrepOptions
+from brain.vectors import VectorIndex
+from tests.openai_server import OpenAIServer
 
 
 def _open(db_path: Path, dim: int = 64) -> Brain:
@@ -169,3 +176,139 @@ def test_a_row_queued_again_is_replaced_not_duplicated_in_search(db_path: Path) 
     hits = brain.grep(GrepOptions("cat sleeping", mode="semantic"), session="s")
     assert len({h.id for h in hits}) == len(hits) == 3
     brain.close()
+
+
+class CountingEmbedder:
+    """A HashEmbedder that records every text it is asked to embed."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self._inner = HashEmbedder(dim)
+        self.name, self.dim = self._inner.name, dim
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.seen.extend(texts)
+        return self._inner.embed(texts)
+
+
+def test_identical_text_is_embedded_once(db_path: Path) -> None:
+    counting = CountingEmbedder()
+    brain = Brain(db_path, embedder=counting)
+    same = "the deploy of service alpha failed"
+    brain.ingest("s", [MessageIn("user", same, client_id=f"u{i}") for i in range(3)])
+    brain.ingest("t", [MessageIn("user", same, client_id="x"), MessageIn("user", "other")])
+    assert brain.embed_pending(batch=100) == 5
+    assert sorted(counting.seen) == sorted([same, "other"])
+    hits = brain.grep(GrepOptions(same, mode="semantic", limit=10))
+    assert len(hits) == 5
+    assert len({round(h.score, 5) for h in hits if h.snippet.startswith("the deploy")}) == 1
+    assert brain.store.scalar("SELECT count(*) FROM vectors WHERE text_hash IS NULL") == 0
+    brain.close()
+
+
+def test_a_text_embedded_in_an_earlier_batch_reuses_its_stored_vector(db_path: Path) -> None:
+    counting = CountingEmbedder()
+    brain = Brain(db_path, embedder=counting)
+    brain.ingest("s", [MessageIn("user", "hello there", client_id="a")])
+    assert brain.embed_pending() == 1
+    brain.ingest("t", [MessageIn("user", "hello there", client_id="b")])
+    brain.ingest("t", [MessageIn("user", "hello there", client_id="c")])
+    assert brain.embed_pending() == 2
+    assert counting.seen == ["hello there"]
+    vectors = {r[0] for r in brain.store.execute("SELECT vector FROM vectors")}
+    assert len(vectors) == 1
+    assert brain.embeddings_pending() == 0
+    brain.close()
+
+
+def test_a_change_of_embedder_embeds_each_distinct_text_once_again(db_path: Path) -> None:
+    brain = _open(db_path)
+    brain.ingest("s", [MessageIn("user", "same words", client_id=f"u{i}") for i in range(4)])
+    _drain(brain)
+    counting = CountingEmbedder(dim=32)
+    brain.embedder = counting
+    assert brain.embeddings_pending() == 4  # stale vectors are not reused across embedders
+    _drain(brain)
+    assert counting.seen == ["same words"]
+    lengths = {len(r[0]) for r in brain.store.execute("SELECT vector FROM vectors")}
+    assert lengths == {32 * 4}
+    brain.close()
+
+
+def test_info_shows_re_embedding_progress_after_an_embedder_change(db_path: Path) -> None:
+    brain = _open(db_path, dim=64)
+    _fill(brain)
+    before = brain.info().embeddings
+    assert (before.embedder, before.dim, before.pending) == ("hash-v1-64", 64, 4)
+    _drain(brain)
+    done = brain.info().embeddings
+    assert (done.stored, done.pending, done.stored_embedder) == (4, 0, "hash-v1-64")
+    brain.embedder = HashEmbedder(32)
+    assert brain.embed_pending(batch=1) == 1
+    midway = brain.info().embeddings
+    assert (midway.embedder, midway.stored, midway.pending) == ("hash-v1-32", 1, 3)
+    assert midway.stored_embedder == "hash-v1-32"
+    _drain(brain)
+    assert (brain.info().embeddings.stored, brain.info().embeddings.pending) == (4, 0)
+    brain.close()
+
+
+def test_a_process_whose_embedder_was_replaced_by_another_refuses_to_mix(db_path: Path) -> None:
+    first = _open(db_path, dim=64)
+    _fill(first)
+    _drain(first)
+    assert first.grep(GrepOptions("alpha deploy", mode="semantic"))
+    first.ingest("s", [MessageIn("user", "queued before the switch", client_id="late")])
+
+    second = _open(db_path, dim=32)  # another process, started with another embedder
+    assert second.embeddings_pending() == 5  # it takes the index over: everything requeued
+
+    with pytest.raises(EmbedderMismatch, match="hash-v1-32"):
+        first.embed_pending()
+    with pytest.raises(EmbedderMismatch):
+        first.grep(GrepOptions("alpha deploy", mode="semantic"))
+    assert first.info().embeddings.stored_embedder == "hash-v1-32"
+    assert first.grep(GrepOptions("alpha deploy"))  # full text does not need vectors
+
+    _drain(second)
+    lengths = {len(r[0]) for r in second.store.execute("SELECT vector FROM vectors")}
+    assert lengths == {32 * 4}
+    assert second.grep(GrepOptions("alpha deploy", mode="semantic"))
+    first.close()
+    second.close()
+
+
+def test_a_batch_taken_before_the_switch_is_not_written_after_it(db_path: Path) -> None:
+    first = _open(db_path, dim=64)
+    _fill(first)
+    index = VectorIndex(64)  # what first.embed_pending does, cut in two around the switch
+    index.check_identity(first.store, first.embedder)
+    pending = index.take(first.store, 10)
+    vectors = first.embedder.embed(list(pending.to_embed))
+    second = _open(db_path, dim=32)
+    second.embeddings_pending()
+    with pytest.raises(EmbedderMismatch):
+        index.put(first.store, pending, vectors)
+    assert second.store.scalar("SELECT count(*) FROM vectors") == 0
+    assert second.embeddings_pending() == 4
+    first.close()
+    second.close()
+
+
+def test_a_provider_embedder_without_a_configured_dim_learns_it_before_indexing(
+    db_path: Path,
+) -> None:
+    with OpenAIServer(embed=HashEmbedder(48)) as server:
+        embedder = OpenAIEmbedder(OpenAIEmbedderConfig(base_url=server.base_url, model="e5"))
+        brain = Brain(db_path, embedder=embedder)
+        assert brain.info().embeddings.dim is None  # info never calls the provider
+        _fill(brain)
+        assert _drain(brain) == 4
+        assert brain.info().embeddings.dim == 48
+        assert (
+            brain.store.scalar("SELECT value FROM meta WHERE key = 'embedder_name'") == "openai:e5"
+        )
+        hits = brain.grep(GrepOptions("cat sleeping", mode="semantic"), session="s")
+        assert hits[0].id == "u2"
+        brain.close()
+        embedder.close()
