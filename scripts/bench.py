@@ -22,6 +22,14 @@ benchmark is named in ``--only``: each run then takes about a minute for
 ``assemble`` and half a minute for ``sweep`` (``--runs 1`` keeps it short;
 ``--size 0.05 --runs 1`` is a smoke run of a few seconds).
 
+``grep`` times ``Brain.grep`` per mode (full_text and regex scoped to one
+conversation, full_text, semantic and hybrid scoped and unscoped) on a database
+of ``--grep-messages`` messages (default 10,000; e.g. ``10000,100000,1000000``:
+1M takes about 6 minutes per run), every message embedded first. ``vectors``
+times top-10 over StaticEmbedder vectors exact vs IVF (``brain.ann``) at
+``--vector-rows`` (default 100,000 and 1,000,000), with IVF build time and
+recall@10 against exact.
+
 Everything happens in a temporary directory with fresh databases; daemons are
 started with ``python -m daemon`` from this interpreter and are always reaped,
 even when a benchmark fails. A failing benchmark is reported as
@@ -345,6 +353,8 @@ class Settings:
     size: float
     root: Path
     heavy: bool = False  # build the 100k-message variants (only with --only)
+    grep_messages: tuple[int, ...] = (10_000,)
+    vector_rows: tuple[int, ...] = (100_000, 1_000_000)
 
     def n(self, base: int, minimum: int = 1) -> int:
         """A workload count scaled by ``--size``."""
@@ -1016,6 +1026,247 @@ def bench_sweep(shared: Shared, work: Path) -> Metrics:
     return out
 
 
+# -- recall: grep per mode, vector top-k ----------------------------------------------
+
+GREP_SESSION_MESSAGES: Final = 1_000  # messages per conversation in the grep database
+GREP_INGEST_BATCH: Final = 5_000  # messages per ingest call (one transaction)
+GREP_QUERIES: Final = 60  # distinct queries per mode (each timed once, after a warm-up)
+VECTOR_QUERIES: Final = 200
+_RARE_VOCAB: Final = 40_000  # pseudo-words drawn with a Zipf law beside the common words
+_CONTENT_CACHE: dict[tuple[int, int], list[str]] = {}
+_VECTOR_CACHE: dict[int, Any] = {}
+
+
+def _pseudo_word(i: int) -> str:
+    """A deterministic pronounceable word for rank ``i`` (the long tail of a vocabulary)."""
+    consonants, vowels = "bcdfghklmnprstvz", "aeiou"
+    out = []
+    i += 1
+    while i:
+        i, r = divmod(i, 80)
+        out.append(consonants[r % 16] + vowels[r // 16])
+    return "".join(out)
+
+
+def diverse_texts(count: int, seed: int) -> list[str]:
+    """``count`` chat turns of 60-300 characters with a Zipf-like vocabulary.
+
+    Common words come from ``_WORDS``; about a third of the words are drawn from a
+    40,000-word long tail with a Zipf law, so full-text posting lists range from most
+    rows (common words) to a handful (rare ones), as in real chat.
+    """
+    key = (count, seed)
+    if key in _CONTENT_CACHE:
+        return _CONTENT_CACHE[key]
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    tail = [_pseudo_word(i) for i in range(_RARE_VOCAB)]
+    lengths = rng.integers(8, 45, size=count)
+    total = int(lengths.sum())
+    common = rng.integers(0, len(_WORDS), size=total)
+    rare = (rng.zipf(1.15, size=total) - 1) % _RARE_VOCAB
+    use_rare = rng.random(total) < 0.35
+    words = [tail[r] if u else _WORDS[c] for c, r, u in zip(common, rare, use_rare, strict=True)]
+    out: list[str] = []
+    at = 0
+    for n in lengths.tolist():
+        text = " ".join(words[at : at + n])
+        at += n
+        out.append(text[0].upper() + text[1:300] + ".")
+    _CONTENT_CACHE[key] = out
+    return out
+
+
+def _grep_sizes(s: Settings) -> list[int]:
+    return [max(GREP_SESSION_MESSAGES, round(n * s.size)) for n in s.grep_messages]
+
+
+def _grep_params(s: Settings) -> dict[str, Any]:
+    return {
+        "messages": _grep_sizes(s),
+        "messages_per_session": GREP_SESSION_MESSAGES,
+        "content": "60-300 chars, common words plus a 40k-word Zipf long tail",
+        "queries_per_mode": GREP_QUERIES,
+        "limit": 20,
+        "embedder": "StaticEmbedder (shipped), every message embedded before timing",
+        "modes": "full_text scoped/unscoped, regex scoped, semantic and hybrid "
+        "scoped/unscoped, through Brain.grep",
+        "note": "sizes via --grep-messages (default 10000); 1M takes ~6 min per run",
+    }
+
+
+def _grep_queries(seed: int) -> list[str]:
+    """Two- to four-word queries drawn like the messages' words."""
+    rng = random.Random(seed)
+    texts = diverse_texts(GREP_QUERIES, seed)
+    return [" ".join(rng.sample(t.rstrip(".").split(), min(3, len(t.split())))) for t in texts]
+
+
+def _build_grep_db(brain: Brain, count: int) -> tuple[float, float]:
+    """Ingest ``count`` messages in large batches and embed them all; seconds of each."""
+    texts = diverse_texts(count, SEED + 20)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    t0 = time.perf_counter()
+    for first in range(0, count, GREP_INGEST_BATCH):
+        chunk = texts[first : first + GREP_INGEST_BATCH]
+        for sub in range(0, len(chunk), GREP_SESSION_MESSAGES):
+            n0 = first + sub
+            batch = [
+                MessageIn(
+                    "user" if (n0 + i) % 2 == 0 else "assistant",
+                    text,
+                    f"m{n0 + i}",
+                    created_at=(start + timedelta(seconds=n0 + i)).isoformat(),
+                )
+                for i, text in enumerate(chunk[sub : sub + GREP_SESSION_MESSAGES])
+            ]
+            session = f"conv-{n0 // GREP_SESSION_MESSAGES}"
+            brain.ingest(session, batch)
+    ingest_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    while brain.embed_pending(batch=8_192):
+        pass
+    return ingest_s, time.perf_counter() - t1
+
+
+def bench_grep(shared: Shared, work: Path) -> Metrics:
+    """``Brain.grep`` p50/p95 per mode at each size, scoped to one conversation and not."""
+    from brain.search import GrepOptions
+
+    out: Metrics = {}
+    queries = _grep_queries(SEED + 21)
+    for count in _grep_sizes(shared.settings):
+        db = work / f"grep-{count}.db"
+        brain = Brain(db, BrainConfig(compaction=CompactionConfig(auto=False)))
+        try:
+            print(f"  grep: building {count} messages", file=sys.stderr)
+            ingest_s, embed_s = _build_grep_db(brain, count)
+            key = f"messages_{count}."
+            out[f"{key}ingest_s"], out[f"{key}embed_s"] = ingest_s, embed_s
+            sessions = count // GREP_SESSION_MESSAGES
+            session = f"conv-{sessions // 2}"
+            # The first semantic search loads the vectors; above the exact threshold the
+            # IVF index then builds on a thread: timed apart, then waited for.
+            t0 = time.perf_counter()
+            brain.grep(GrepOptions("warm up", mode="semantic"))
+            out[f"{key}vectors_load_s"] = time.perf_counter() - t0
+            index = brain._index  # private: the bench waits for the background build
+            assert index is not None
+            t0 = time.perf_counter()
+            index.wait_idle()
+            out[f"{key}ivf_build_wait_s"] = time.perf_counter() - t0
+            cases: list[tuple[str, str, str | None]] = [
+                ("full_text_scoped", "full_text", session),
+                ("full_text_all", "full_text", None),
+                ("regex_scoped", "regex", session),
+                ("semantic_scoped", "semantic", session),
+                ("semantic_all", "semantic", None),
+                ("hybrid_scoped", "hybrid", session),
+                ("hybrid_all", "hybrid", None),
+            ]
+            for name, mode, where in cases:
+                qs = [_regex_for(q) for q in queries] if mode == "regex" else queries
+                brain.grep(GrepOptions(qs[0], mode=mode), session=where)  # type: ignore[arg-type]
+                ns: list[int] = []
+                for q in qs:
+                    options = GrepOptions(q, mode=mode)  # type: ignore[arg-type]
+                    t1 = time.perf_counter_ns()
+                    brain.grep(options, session=where)
+                    ns.append(time.perf_counter_ns() - t1)
+                lat = latency_metrics(ns)
+                out[f"{key}{name}_p50_ms"] = lat["p50_ms"]
+                out[f"{key}{name}_p95_ms"] = lat["p95_ms"]
+            out[f"{key}peak_rss_mb"] = _peak_rss_mb()
+        finally:
+            brain.close()
+        _remove_db(db)
+    return out
+
+
+def _regex_for(query: str) -> str:
+    """A bounded regex from a query: its first word as a prefix, then any next word."""
+    return rf"\b{query.split(maxsplit=1)[0][:4]}\w* \w+"
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _vector_sizes(s: Settings) -> list[int]:
+    return [max(1_000, round(n * s.size)) for n in s.vector_rows]
+
+
+def _vectors_params(s: Settings) -> dict[str, Any]:
+    from brain.embedders import StaticEmbedder
+
+    return {
+        "rows": _vector_sizes(s),
+        "dim": StaticEmbedder.dim,
+        "vectors": "StaticEmbedder over diverse_texts (60-300 chars), queries 3-word texts",
+        "k": 10,
+        "queries": VECTOR_QUERIES,
+        "exact": "matrix @ query, then argpartition",
+        "ivf": "brain.ann.IVF, sqrt(n) lists, default_nprobe",
+        "note": "sizes via --vector-rows (default 100000,1000000)",
+    }
+
+
+def _embedded(count: int) -> Any:
+    """``count`` StaticEmbedder vectors of generated chat turns (cached per invocation)."""
+    if count not in _VECTOR_CACHE:
+        from brain.embedders import StaticEmbedder
+
+        print(f"  vectors: embedding {count} texts", file=sys.stderr)
+        _VECTOR_CACHE[count] = StaticEmbedder(batch_size=8_192).embed(
+            diverse_texts(count, SEED + 30)
+        )
+    return _VECTOR_CACHE[count]
+
+
+def bench_vectors(shared: Shared, work: Path) -> Metrics:
+    """Top-10 latency exact vs IVF at each size, IVF build time and recall@10 vs exact."""
+    import numpy as np
+
+    from brain.ann import IVF, default_nprobe, top_k
+    from brain.embedders import StaticEmbedder
+
+    del work
+    out: Metrics = {}
+    queries = StaticEmbedder().embed(_grep_queries(SEED + 31)[:VECTOR_QUERIES])
+    extra = StaticEmbedder().embed(diverse_texts(VECTOR_QUERIES, SEED + 32))
+    queries = np.concatenate([queries, extra])[:VECTOR_QUERIES]
+    for count in _vector_sizes(shared.settings):
+        matrix = _embedded(count)
+        key = f"rows_{count}."
+        t0 = time.perf_counter()
+        ivf, order = IVF.build(matrix)
+        permuted = np.ascontiguousarray(matrix[order])
+        out[f"{key}ivf_build_s"] = time.perf_counter() - t0
+        nprobe = default_nprobe(ivf.lists)
+        exact_ns: list[int] = []
+        ivf_ns: list[int] = []
+        recall: list[float] = []
+        for q in queries:
+            t1 = time.perf_counter_ns()
+            truth = top_k(permuted @ q, 10)
+            exact_ns.append(time.perf_counter_ns() - t1)
+            t1 = time.perf_counter_ns()
+            found, _ = ivf.search(permuted, q, 10, nprobe)
+            ivf_ns.append(time.perf_counter_ns() - t1)
+            recall.append(len(set(truth.tolist()) & set(found.tolist())) / len(truth))
+        for name, ns in (("exact", exact_ns), ("ivf", ivf_ns)):
+            lat = latency_metrics(ns)
+            out[f"{key}{name}_p50_ms"], out[f"{key}{name}_p95_ms"] = lat["p50_ms"], lat["p95_ms"]
+        out[f"{key}recall_at_10"] = statistics.fmean(recall)
+        out[f"{key}lists"], out[f"{key}nprobe"] = float(ivf.lists), float(nprobe)
+        out[f"{key}matrix_mb"] = matrix.nbytes / 2**20
+        del permuted
+    return out
+
+
 # -- registry, targets, report ----------------------------------------------------------
 
 BENCHES: Final[tuple[Bench, ...]] = (
@@ -1080,6 +1331,18 @@ BENCHES: Final[tuple[Bench, ...]] = (
         _sweep_params,
         bench_sweep,
     ),
+    Bench(
+        "grep",
+        "Brain.grep p50/p95 per mode (full_text, regex, semantic, hybrid) at 10k(/100k/1M)",
+        _grep_params,
+        bench_grep,
+    ),
+    Bench(
+        "vectors",
+        "top-10 over StaticEmbedder vectors: exact vs IVF latency, build, recall@10",
+        _vectors_params,
+        bench_vectors,
+    ),
 )
 BENCH_BY_NAME: Final = {b.name: b for b in BENCHES}
 
@@ -1105,6 +1368,15 @@ TARGETS: Final[tuple[Target, ...]] = (
     Target("ingest_batched", "msgs_per_s", ">=", 20_000),
     Target("ingest_single", "reqs_per_s", ">=", 2_000),
     Target("ping_in_loop", "p50_ms", "<=", 0.1),
+    Target("grep", "messages_100000.full_text_scoped_p50_ms", "<=", 5),
+    Target(
+        "vectors",
+        "rows_1000000.ivf_p50_ms",
+        "<=",
+        20,
+        "with recall_at_10 >= 0.95; exact top-k at 1M x 256 is memory-bound (~25 ms), "
+        "vec0 brute force ~80 ms",
+    ),
     Target(
         "assemble",
         "raw_5000.p50_ms",
@@ -1261,6 +1533,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--size", type=float, default=1.0, help="workload scale factor (0.1 = quick smoke run)"
     )
     parser.add_argument("--tmp-dir", help="where temporary databases go (default: system temp)")
+    parser.add_argument(
+        "--grep-messages",
+        default="10000",
+        help="comma-separated database sizes for grep (e.g. 10000,100000,1000000)",
+    )
+    parser.add_argument(
+        "--vector-rows",
+        default="100000,1000000",
+        help="comma-separated vector counts for the vectors benchmark",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -1289,7 +1571,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     root = Path(tempfile.mkdtemp(prefix="brain-bench-", dir=args.tmp_dir))
     try:
-        shared = Shared(Settings(args.runs, args.size, root, heavy=bool(args.only)))
+        sizes = {
+            "grep_messages": tuple(int(n) for n in args.grep_messages.split(",")),
+            "vector_rows": tuple(int(n) for n in args.vector_rows.split(",")),
+        }
+        shared = Shared(Settings(args.runs, args.size, root, heavy=bool(args.only), **sizes))
         for bench in selected:
             print(f"{bench.name}: {bench.summary}", file=sys.stderr)
             results[bench.name] = run_bench(bench, shared)
