@@ -44,6 +44,13 @@ _PAGE: Final = 500
 _SNIPPET_CHARS: Final = 160
 REGEX_BUDGET_S: Final = 1.0
 RRF_K: Final = 60
+NEIGHBOUR_SHARE: Final = 0.5
+"""Hybrid: a message also scores this share of its better neighbour's fused score.
+
+LoCoMo dev recall@10/@50 (weighted fusion): without 65.2/79.8; share 0.2 69.1/85.7,
+0.35 71.5/87.0, 0.5 73.2/87.3, 0.65 73.9/87.4, 0.8 73.4/87.5, 1.0 72.5/87.1; adding
+both neighbours' scores instead of the better one: 0.2 71.8/86.2, 0.5 70.0/86.7 (and
+MRR falls to 0.35). Tuned on the dev set itself; 0.5 sits on the flat part."""
 LEXICAL_WEIGHT: Final = 0.7
 """Weighted fusion: the full_text share of a hit's score (the semantic share is the rest).
 
@@ -126,8 +133,50 @@ def _hybrid(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
             key = (hit.kind, hit.id)
             fused[key] = fused.get(key, 0.0) + weight
             by_key.setdefault(key, hit)  # lexical first: its snippet marks the match
+    if options.fusion == "weighted":
+        _spread_to_neighbours(store, options, fused, by_key)
     order = sorted(fused, key=lambda key: fused[key], reverse=True)
     return [replace(by_key[key], score=fused[key]) for key in order[: options.limit]]
+
+
+def _spread_to_neighbours(
+    store: Store,
+    options: GrepOptions,
+    fused: dict[tuple[str, str], float],
+    by_key: dict[tuple[str, str], Hit],
+) -> None:
+    """Add to each message a share of its neighbours' scores (the turns before and after).
+
+    A question's words often match the turn that asks or introduces a thing while
+    the fact sits in the reply next to it.
+    """
+    keys = [k for k in fused if k[0] == "message"]
+    if not keys:
+        return
+    positions = {(by_key[k].session, by_key[k].seq): k for k in keys}
+    wanted = orjson.dumps([[by_key[k].session, by_key[k].seq] for k in keys])
+    rows = store.execute(
+        "SELECT c.session_id, m.seq, m.id, m.client_id, m.role, m.created_at, m.content "
+        "FROM json_each(?) j CROSS JOIN conversations c ON c.session_id = j.value ->> 0 "
+        "CROSS JOIN messages m ON m.conversation_id = c.id "
+        "AND m.seq IN ((j.value ->> 1) - 1, (j.value ->> 1) + 1) "
+        "WHERE m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL",
+        (wanted, options.since or "", options.before or "\uffff"),
+    )
+    base = dict(fused)
+    gains: dict[tuple[str, str], float] = {}
+    for session, seq, row_id, client_id, role, created_at, content in rows:
+        key = ("message", public_message_id(row_id, client_id))
+        if key not in by_key:
+            by_key[key] = Hit(
+                "message", key[1], session, 0.0, _lead(content), created_at, seq, role
+            )
+        for other in (seq - 1, seq + 1):
+            source = positions.get((session, other))
+            if source is not None:
+                gains[key] = max(gains.get(key, 0.0), base[source])
+    for key, gain in gains.items():
+        fused[key] = fused.get(key, 0.0) + NEIGHBOUR_SHARE * gain
 
 
 def _min_max(scores: list[float]) -> list[float]:

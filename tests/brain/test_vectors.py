@@ -312,3 +312,44 @@ def test_a_provider_embedder_without_a_configured_dim_learns_it_before_indexing(
         assert hits[0].id == "u2"
         brain.close()
         embedder.close()
+
+
+def _question_and_reply(brain: Brain) -> None:
+    # The filler is close to the query by character trigrams (the hash embedder's
+    # features) but shares none of its words, so only the vector side ranks it.
+    brain.ingest(
+        "s",
+        [
+            MessageIn("user", "Which city did you move to last spring?", client_id="ask"),
+            MessageIn("assistant", "Lisbon, and I love the trams.", client_id="reply"),
+            *(
+                MessageIn("user", f"cityscapes springtime removals {i}", client_id=f"f{i}")
+                for i in range(12)
+            ),
+        ],
+    )
+
+
+def test_hybrid_lifts_the_reply_next_to_the_matching_turn(db_path: Path) -> None:
+    brain = _open(db_path)
+    _question_and_reply(brain)
+    _drain(brain)
+    lexical = [h.id for h in brain.grep(GrepOptions("city moved spring", limit=3), session="s")]
+    assert "reply" not in lexical  # no word of the query is in the reply
+    hits = brain.grep(GrepOptions("city moved spring", mode="hybrid", limit=3), session="s")
+    assert [h.id for h in hits][:2] == ["ask", "reply"]
+    reply = hits[1]
+    assert reply.role == "assistant"
+    assert reply.snippet.startswith("Lisbon")
+    brain.close()
+
+
+def test_a_suppressed_neighbour_is_not_lifted_into_the_results(db_path: Path) -> None:
+    brain = _open(db_path)
+    _question_and_reply(brain)
+    _drain(brain)
+    brain.suppress(["reply"], session="s")
+    hits = brain.grep(GrepOptions("city moved spring", mode="hybrid", limit=50), session="s")
+    assert "reply" not in {h.id for h in hits}
+    assert hits[0].id == "ask"
+    brain.close()
