@@ -60,6 +60,35 @@ def test_since_and_before_bound_the_time_of_writing(fresh_brain: Brain) -> None:
     assert [h.id for h in fresh_brain.grep(opts, session="s")] == ["a1"]
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["kiwi", "fig", "kiwi fig"])),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from(["a", "b", "c"]),
+)
+def test_a_scoped_search_finds_exactly_the_sessions_matches_however_sessions_interleave(
+    tmp_path_factory: pytest.TempPathFactory,
+    writes: list[tuple[str, str]],
+    session: str,
+) -> None:
+    brain = Brain(tmp_path_factory.mktemp("interleaved") / "b.db")
+    try:
+        for i, (where, text) in enumerate(writes):
+            brain.ingest(where, [MessageIn("user", text, client_id=f"m{i}")])
+        expected = {
+            f"m{i}" for i, (where, t) in enumerate(writes) if where == session and "kiwi" in t
+        }
+        options = GrepOptions("kiwi", limit=100)
+        assert {h.id for h in brain.grep(options, session=session)} == expected
+        everywhere = brain.grep(options)
+        assert {h.id for h in everywhere if h.session == session} == expected
+    finally:
+        brain.close()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80))
 def test_any_user_text_is_a_safe_full_text_query(text: str) -> None:
