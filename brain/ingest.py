@@ -23,7 +23,7 @@ from brain.content import MessageIn, Normalized, message_part_block, normalize, 
 from brain.errors import Conflict, InvalidInput
 from brain.files import remove_file, write_file
 from brain.store import Store, Transaction
-from brain.tokens import message_cost
+from brain.tokens import has_cjk, message_cost
 
 MAX_SESSION_LEN: Final = 512
 GENERATED_ID: Final = re.compile(r"msg_([0-9]+)")
@@ -206,6 +206,10 @@ def _insert(
         "INSERT INTO messages_fts (rowid, content, name) VALUES (?, ?, ?)",
         (message_id, msg.content, msg.name),
     )
+    if has_cjk(msg.content):
+        store.execute(
+            "INSERT INTO messages_cjk (rowid, content) VALUES (?, ?)", (message_id, msg.content)
+        )
     store.execute(
         "INSERT INTO context_items (conversation_id, pos, message_id, token_count) "
         "VALUES (?, ?, ?, ?)",

@@ -14,6 +14,7 @@ from typing import Final
 import apsw
 
 from brain.errors import StorageError
+from brain.tokens import CJK_CLASS
 
 # Version 1: conversations, messages (+ parts, FTS), large payload files, meta.
 _V1: Final = """
@@ -268,7 +269,44 @@ ALTER TABLE vectors ADD COLUMN text_hash BLOB;
 CREATE INDEX vectors_text_hash ON vectors(text_hash) WHERE text_hash IS NOT NULL;
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# Version 7: CJK text is searchable. unicode61 makes a whole run of CJK characters
+# one token (Chinese and Japanese do not put spaces between words), so a word
+# inside a sentence was never found. Rows with CJK characters are also indexed
+# by trigrams, and a query's CJK runs are looked up there as substrings. Only
+# those rows are copied, so text without CJK costs nothing. Ingest inserts the
+# message rows itself (see V1 on triggers and FTS5); the GLOB below is the same
+# character class as ``brain.tokens.has_cjk``.
+CJK_GLOB: Final = "*" + CJK_CLASS + "*"
+_V7: Final = f"""
+CREATE VIRTUAL TABLE messages_cjk USING fts5(content, tokenize='trigram');
+CREATE VIRTUAL TABLE summaries_cjk USING fts5(content, tokenize='trigram');
+INSERT INTO messages_cjk (rowid, content)
+    SELECT id, content FROM messages WHERE content GLOB '{CJK_GLOB}';
+INSERT INTO summaries_cjk (rowid, content)
+    SELECT id, content FROM summaries WHERE content GLOB '{CJK_GLOB}';
+CREATE TRIGGER messages_cjk_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM messages_cjk WHERE rowid = old.id;
+END;
+CREATE TRIGGER messages_cjk_update AFTER UPDATE OF content ON messages BEGIN
+    DELETE FROM messages_cjk WHERE rowid = old.id;
+    INSERT INTO messages_cjk (rowid, content)
+        SELECT new.id, new.content WHERE new.content GLOB '{CJK_GLOB}';
+END;
+CREATE TRIGGER summaries_cjk_insert AFTER INSERT ON summaries
+WHEN new.content GLOB '{CJK_GLOB}' BEGIN
+    INSERT INTO summaries_cjk (rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER summaries_cjk_delete AFTER DELETE ON summaries BEGIN
+    DELETE FROM summaries_cjk WHERE rowid = old.id;
+END;
+CREATE TRIGGER summaries_cjk_update AFTER UPDATE OF content ON summaries BEGIN
+    DELETE FROM summaries_cjk WHERE rowid = old.id;
+    INSERT INTO summaries_cjk (rowid, content)
+        SELECT new.id, new.content WHERE new.content GLOB '{CJK_GLOB}';
+END;
+"""  # noqa: S608 (a constant, no input)
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -32,6 +32,7 @@ import regex
 from brain.errors import InvalidInput
 from brain.ingest import public_message_id
 from brain.store import Store
+from brain.tokens import CJK_RUN
 
 Mode = Literal["regex", "full_text", "semantic", "hybrid"]
 Scope = Literal["messages", "summaries", "both"]
@@ -322,48 +323,146 @@ STOP_WORDS: Final = frozenset(
 
 
 def _full_text(store: Store, options: GrepOptions) -> list[Hit]:
-    match = fts_query(options.query)
-    if match is None:
+    words = fts_query(options.query)
+    cjk = cjk_terms(options.query)
+    if words is None and not cjk.match and not cjk.short:
         raise InvalidInput("query", "has no words to search for")
-    hits: list[Hit] = []
     convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
-    since = options.since or ""
-    before = options.before or "\uffff"
+    bounds = (convs, convs, options.since or "", options.before or "\uffff")
+    best: dict[tuple[str, str], Hit] = {}
+
+    def keep(hits: list[Hit]) -> None:
+        for hit in hits:
+            key = (hit.kind, hit.id)
+            if key not in best or best[key].score < hit.score:
+                best[key] = hit
+
     if options.scope in ("messages", "both"):
         low, high = _message_span(store, convs)
-        rows = store.execute(
-            "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, "
-            "bm25(messages_fts), snippet(messages_fts, 0, '[', ']', '…', 16) "
-            "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            "CROSS JOIN conversations c ON c.id = m.conversation_id "
-            "WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? "
-            "AND (? IS NULL OR m.conversation_id IN "
-            "(SELECT value FROM json_each(?))) AND m.created_at >= ? AND m.created_at < ? "
-            "AND m.suppressed_at IS NULL "
-            "ORDER BY bm25(messages_fts) LIMIT ?",
-            (match, low, high, convs, convs, since, before, options.limit),
-        )
-        hits += [
-            Hit(
-                "message", public_message_id(r[0], r[1]), r[5], -float(r[6]), r[7], r[4], r[2], r[3]
-            )
-            for r in rows
-        ]
+        for table, match in (("messages_fts", words), ("messages_cjk", cjk.match)):
+            if match is not None:
+                rows = store.execute(
+                    _RANKED_MESSAGES.format(fts=table),
+                    (match, low, high, *bounds, options.limit),
+                )
+                keep([_message_hit(r, -float(r[6]), r[7]) for r in rows])
+        if cjk.short:
+            keep(_containing(store, "message", cjk.short, (low, high, *bounds), options.limit))
     if options.scope in ("summaries", "both"):
-        rows = store.execute(
-            "SELECT s.summary_id, s.latest_at, c.session_id, bm25(summaries_fts), "
-            "snippet(summaries_fts, 0, '[', ']', '…', 16) "
-            "FROM summaries_fts CROSS JOIN summaries s ON s.id = summaries_fts.rowid "
-            "CROSS JOIN conversations c ON c.id = s.conversation_id "
-            "WHERE summaries_fts MATCH ? AND (? IS NULL OR s.conversation_id IN "
-            "(SELECT value FROM json_each(?))) AND s.latest_at >= ? AND s.earliest_at < ? "
-            "AND s.suppressed_at IS NULL "
-            "ORDER BY bm25(summaries_fts) LIMIT ?",
-            (match, convs, convs, since, before, options.limit),
-        )
-        hits += [Hit("summary", r[0], r[2], -float(r[3]), r[4], r[1]) for r in rows]
-    hits.sort(key=lambda h: h.score, reverse=True)
+        for table, match in (("summaries_fts", words), ("summaries_cjk", cjk.match)):
+            if match is not None:
+                rows = store.execute(
+                    _RANKED_SUMMARIES.format(fts=table), (match, *bounds, options.limit)
+                )
+                keep([Hit("summary", r[0], r[2], -float(r[3]), r[4], r[1]) for r in rows])
+        if cjk.short:
+            keep(_containing(store, "summary", cjk.short, bounds, options.limit))
+    hits = sorted(best.values(), key=lambda h: h.score, reverse=True)
     return hits[: options.limit]
+
+
+_RANKED_MESSAGES: Final = (
+    "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, "
+    "bm25({fts}), snippet({fts}, 0, '[', ']', '…', 16) "
+    "FROM {fts} CROSS JOIN messages m ON m.id = {fts}.rowid "
+    "CROSS JOIN conversations c ON c.id = m.conversation_id "
+    "WHERE {fts} MATCH ? AND {fts}.rowid BETWEEN ? AND ? "
+    "AND (? IS NULL OR m.conversation_id IN (SELECT value FROM json_each(?))) "
+    "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
+    "ORDER BY bm25({fts}) LIMIT ?"
+)
+_RANKED_SUMMARIES: Final = (
+    "SELECT s.summary_id, s.latest_at, c.session_id, bm25({fts}), "
+    "snippet({fts}, 0, '[', ']', '…', 16) "
+    "FROM {fts} CROSS JOIN summaries s ON s.id = {fts}.rowid "
+    "CROSS JOIN conversations c ON c.id = s.conversation_id "
+    "WHERE {fts} MATCH ? AND (? IS NULL OR s.conversation_id IN "
+    "(SELECT value FROM json_each(?))) AND s.latest_at >= ? AND s.earliest_at < ? "
+    "AND s.suppressed_at IS NULL "
+    "ORDER BY bm25({fts}) LIMIT ?"
+)
+
+
+def _message_hit(r: Sequence[Any], score: float, snippet: str) -> Hit:
+    """A message hit from a row starting (id, client_id, seq, role, created_at, session)."""
+    return Hit("message", public_message_id(r[0], r[1]), r[5], score, snippet, r[4], r[2], r[3])
+
+
+@dataclass(frozen=True, slots=True)
+class CjkTerms:
+    """A query's CJK part: a trigram MATCH for runs of 3+ characters, and shorter runs."""
+
+    match: str | None
+    short: tuple[str, ...]
+
+
+def cjk_terms(text: str) -> CjkTerms:
+    """The CJK lookups for free text (nothing when it has no CJK characters).
+
+    Chinese and Japanese put no spaces between words, so a run of CJK characters in
+    a query is not one word to find whole. Its overlapping trigrams are OR-ed, and
+    bm25 ranks the rows sharing most of them first. Runs of one or two characters
+    have no trigram; they are found as substrings (a scan of the rows with CJK).
+    """
+    if text.isascii():
+        return CjkTerms(None, ())
+    grams: list[str] = []
+    short: list[str] = []
+    for run in dict.fromkeys(CJK_RUN.findall(text)):
+        if len(run) < 3:
+            short.append(run)
+        else:
+            grams += [run[i : i + 3] for i in range(len(run) - 2)]
+    grams = list(dict.fromkeys(grams))[:64]
+    match = " OR ".join(f'"{g}"' for g in grams) if grams else None
+    return CjkTerms(match, tuple(short[:8]))
+
+
+def _containing(
+    store: Store,
+    kind: Literal["message", "summary"],
+    runs: tuple[str, ...],
+    params: tuple[Any, ...],
+    limit: int,
+) -> list[Hit]:
+    """Rows with CJK text containing any of ``runs``, those with more runs and newer first."""
+    patterns = orjson.dumps([f"%{run}%" for run in runs])
+    if kind == "message":
+        rows = store.execute(
+            "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content "
+            "FROM messages_cjk x CROSS JOIN messages m ON m.id = x.rowid "
+            "CROSS JOIN conversations c ON c.id = m.conversation_id "
+            "WHERE EXISTS (SELECT 1 FROM json_each(?) p WHERE x.content LIKE p.value) "
+            "AND x.rowid BETWEEN ? AND ? "
+            "AND (? IS NULL OR m.conversation_id IN (SELECT value FROM json_each(?))) "
+            "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
+            "ORDER BY m.id DESC",
+            (patterns, *params),
+        )
+    else:
+        rows = store.execute(
+            "SELECT s.summary_id, NULL, NULL, NULL, s.latest_at, c.session_id, s.content "
+            "FROM summaries_cjk x CROSS JOIN summaries s ON s.id = x.rowid "
+            "CROSS JOIN conversations c ON c.id = s.conversation_id "
+            "WHERE EXISTS (SELECT 1 FROM json_each(?) p WHERE x.content LIKE p.value) "
+            "AND (? IS NULL OR s.conversation_id IN (SELECT value FROM json_each(?))) "
+            "AND s.latest_at >= ? AND s.earliest_at < ? AND s.suppressed_at IS NULL "
+            "ORDER BY s.id DESC",
+            (patterns, *params),
+        )
+    hits: list[Hit] = []
+    for r in rows:
+        text: str = r[6]
+        present = [run for run in runs if run in text]
+        at = text.find(present[0]) if present else 0
+        snippet = _snippet(text, at, at + len(present[0]) if present else 0)
+        score = float(len(present))
+        if kind == "message":
+            hits.append(_message_hit(r, score, snippet))
+        else:
+            hits.append(Hit("summary", r[0], r[5], score, snippet, r[4]))
+    hits.sort(key=lambda h: h.score, reverse=True)  # stable: newest first among equals
+    return hits[:limit]
 
 
 def _message_span(store: Store, convs: bytes | None) -> tuple[int, int]:

@@ -20,7 +20,15 @@ from typing import Final
 # U+3040-U+30FF), Hangul syllables, CJK compatibility ideographs, and
 # half/full-width forms. One C-level regex pass counts them: never a Python
 # loop per character on the hot path.
-_CJK: Final = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+CJK_CLASS: Final = "[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+"""The characters counted, and searched, as CJK: a regex class that is also a GLOB class."""
+_CJK: Final = re.compile(CJK_CLASS)
+CJK_RUN: Final = re.compile(CJK_CLASS + "+")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` has any character of ``CJK_CLASS``."""
+    return not text.isascii() and _CJK.search(text) is not None
 
 
 def estimate_tokens(text: str) -> int:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import apsw
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -141,3 +144,89 @@ def test_summaries_are_searchable_after_compaction(fresh_brain: Brain) -> None:
     assert hits
     assert all(h.kind == "summary" and h.id.startswith("sum_") for h in hits)
     assert fresh_brain.describe(hits[0].id, session="s")["kind"] == "summary"
+
+
+def _cjk(brain: Brain) -> None:
+    brain.ingest(
+        "s",
+        [
+            MessageIn("user", "東京のサーバーで障害が発生しました", client_id="ja"),
+            MessageIn("assistant", "我们明天去北京开会", client_id="zh"),
+            MessageIn("user", "서버 점검은 내일입니다", client_id="ko"),
+            MessageIn("user", "plain English about servers", client_id="en"),
+        ],
+    )
+
+
+def test_a_word_inside_unspaced_cjk_text_is_found(fresh_brain: Brain) -> None:
+    _cjk(fresh_brain)
+    assert [h.id for h in fresh_brain.grep(GrepOptions("障害"), session="s")] == ["ja"]
+    assert [h.id for h in fresh_brain.grep(GrepOptions("北京开会"), session="s")] == ["zh"]
+    hit = fresh_brain.grep(GrepOptions("サーバー"), session="s")[0]
+    assert hit.id == "ja"
+    assert "[" in hit.snippet
+    assert [h.id for h in fresh_brain.grep(GrepOptions("점검"), session="s")] == ["ko"]
+
+
+def test_a_cjk_query_ranks_the_row_sharing_most_of_it_first(fresh_brain: Brain) -> None:
+    _cjk(fresh_brain)
+    fresh_brain.ingest("s", [MessageIn("user", "北京很冷", client_id="cold")])
+    hits = fresh_brain.grep(GrepOptions("明天北京开会"), session="s")
+    assert hits[0].id == "zh"
+    assert "cold" not in {h.id for h in hits}  # shares no trigram with the query
+
+
+def test_mixed_queries_find_both_scripts_and_cjk_respects_scope_and_suppression(
+    fresh_brain: Brain,
+) -> None:
+    _cjk(fresh_brain)
+    fresh_brain.ingest("t", [MessageIn("user", "障害の報告", client_id="other")])
+    assert {h.id for h in fresh_brain.grep(GrepOptions("障害 servers"), session="s")} == {
+        "ja",
+        "en",
+    }
+    assert {h.id for h in fresh_brain.grep(GrepOptions("障害"))} == {"ja", "other"}
+    fresh_brain.suppress(["ja"], session="s")
+    assert fresh_brain.grep(GrepOptions("障害"), session="s") == []
+    assert fresh_brain.grep(GrepOptions("サーバーで障害"), session="s") == []
+
+
+def test_cjk_in_summaries_is_found(fresh_brain: Brain) -> None:
+    phrases = [
+        "データベースの移行が失敗しました",
+        "サービスを再起動します",
+        "設定を確認してください",
+    ]
+    messages = [
+        MessageIn(
+            "user" if i % 2 == 0 else "assistant",
+            "。".join(phrases[(i + k) % 3] for k in range(60)),
+        )
+        for i in range(120)
+    ]
+    fresh_brain.ingest("s", messages)
+    assert fresh_brain.compact("s").summaries
+    for query in ("移行", "再起動します"):
+        hits = fresh_brain.grep(GrepOptions(query, scope="summaries"), session="s")
+        assert hits
+        assert all(h.kind == "summary" for h in hits)
+
+
+def test_cjk_rows_stored_before_the_trigram_index_are_found_after_upgrading(
+    db_path: Path,
+) -> None:
+    brain = Brain(db_path)
+    _cjk(brain)
+    brain.close()
+    conn = apsw.Connection(str(db_path))
+    for name, kind in list(
+        conn.execute("SELECT name, type FROM sqlite_schema WHERE name LIKE '%_cjk%'")
+    ):
+        if kind in ("table", "trigger"):
+            conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
+    conn.execute("PRAGMA user_version = 6")
+    conn.close()
+    again = Brain(db_path)
+    assert [h.id for h in again.grep(GrepOptions("障害"), session="s")] == ["ja"]
+    assert [h.id for h in again.grep(GrepOptions("北京开会"), session="s")] == ["zh"]
+    again.close()
