@@ -16,6 +16,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import apsw
 
 import brain.errors as engine
@@ -58,6 +59,10 @@ class Dispatcher:
     def __init__(self, context: Context, handlers: dict[str, Handler] | None = None) -> None:
         self.context = context
         self.handlers = HANDLERS if handlers is None else handlers
+        # Calls carrying one grant run one at a time, check to charge, so together
+        # they pass its cap by at most the one call that crosses it. Entries live
+        # while a call holds or waits for them.
+        self._grant_locks: dict[str, tuple[anyio.Lock, int]] = {}
 
     @property
     def brain(self) -> Brain:
@@ -89,19 +94,37 @@ class Dispatcher:
         """Run a prepared call; return its response frame (None for a notification)."""
         request = call.request
         try:
-            if request.grant is not None:
-                reach = reach_of(call.params)
-                await self.context.db(self.brain.check_grant, request.grant, request.method, reach)
-            result = await call.handler.run(self.context, call.params)
-            frame = result_frame(request.id, result, request.jsonrpc)
-            if request.grant is not None:
-                await self._charge(request.grant, frame)
+            if request.grant is None:
+                result = await call.handler.run(self.context, call.params)
+                frame = result_frame(request.id, result, request.jsonrpc)
+            else:
+                frame = await self._granted(call, request.grant)
         except Exception as exc:  # the boundary: every failure becomes a wire error
             err = to_wire(exc, request.method)
             return None if request.notification else error_frame(request.id, err, request.jsonrpc)
         if call.handler.mutates:
             self.context.note_write()
         return None if request.notification else frame
+
+    async def _granted(self, call: Call, grant: str) -> bytes:
+        """Check, run and charge a call carrying ``grant``, one such call at a time."""
+        request = call.request
+        lock, users = self._grant_locks.get(grant) or (anyio.Lock(), 0)
+        self._grant_locks[grant] = (lock, users + 1)
+        try:
+            async with lock:
+                reach = reach_of(call.params)
+                await self.context.db(self.brain.check_grant, grant, request.method, reach)
+                result = await call.handler.run(self.context, call.params)
+                frame = result_frame(request.id, result, request.jsonrpc)
+                await self._charge(grant, frame)
+                return frame
+        finally:
+            lock, users = self._grant_locks[grant]
+            if users == 1:
+                del self._grant_locks[grant]
+            else:
+                self._grant_locks[grant] = (lock, users - 1)
 
     async def _charge(self, grant: str, frame: bytes) -> None:
         """Charge a grant for an answer already built.

@@ -289,3 +289,20 @@ async def test_shutdown_carrying_a_grant_is_refused_and_the_daemon_keeps_serving
         error = await refused(running, method, {}, gid)
         assert error["data"]["reason"] == "method"
     assert await ok(running, "ping") == {"pong": True}
+
+
+async def test_calls_sent_together_under_one_grant_pass_its_cap_by_at_most_one_call(
+    running: Harness, engine: Brain
+) -> None:
+    await seed(running)
+    gid = await new_grant(running, token_cap=1)
+    first = next(_ids)
+    for request_id in range(first, first + 20):
+        await running.write({"id": request_id, "method": "grep", "params": grep("a"), "grant": gid})
+    answers = [await running.read() for _ in range(20)]
+    assert sorted(a["id"] for a in answers) == list(range(first, first + 20))
+    answered = [a for a in answers if "result" in a]
+    refusals = [a for a in answers if "error" in a]
+    assert len(answered) == 1
+    assert {a["error"]["code"] for a in refusals} == {BUDGET_EXCEEDED}
+    assert engine.get_grant(gid).tokens_used < 200  # one answer's worth
