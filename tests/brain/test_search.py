@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brain import Brain, InvalidInput, MessageIn
+from brain.schema import MIGRATIONS
 from brain.search import GrepOptions, fts_query
 
 
@@ -224,7 +225,7 @@ def test_cjk_rows_stored_before_the_trigram_index_are_found_after_upgrading(
     ):
         if kind in ("table", "trigger"):
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
-    conn.execute("PRAGMA user_version = 6")
+    conn.execute(MIGRATIONS[6])  # version 7, as an upgrade from 6 runs it
     conn.close()
     again = Brain(db_path)
     assert [h.id for h in again.grep(GrepOptions("障害"), session="s")] == ["ja"]
