@@ -222,6 +222,11 @@ _MAGIC: Final = (
 )
 
 
+def is_binary(data: bytes) -> bool:
+    """True when ``data`` is not text: what ``explore`` reports as binary."""
+    return _is_binary(data)
+
+
 def _is_binary(data: bytes) -> bool:
     """A NUL byte, or over a tenth invalid UTF-8 or control bytes, in the first 8 KiB."""
     sample = data[:_BINARY_SAMPLE]

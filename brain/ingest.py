@@ -22,6 +22,7 @@ import orjson
 from brain.content import MessageIn, Normalized, message_part_block, normalize, normalize_time
 from brain.errors import Conflict, InvalidInput
 from brain.files import remove_file, write_file
+from brain.filetext import index_file
 from brain.store import Store, Transaction
 from brain.tokens import has_cjk, message_cost
 
@@ -233,6 +234,7 @@ def _insert(
                 stamp,
             ),
         )
+        index_file(store, payload.file_id, payload.data, payload.encoding, payload.part_kind)
     for ordinal, part in enumerate(msg.parts):
         store.execute(
             "INSERT INTO message_parts (message_id, ordinal, kind, origin, tool_call_id, "

@@ -306,7 +306,33 @@ CREATE TRIGGER summaries_cjk_update AFTER UPDATE OF content ON summaries BEGIN
 END;
 """  # noqa: S608 (a constant, no input)
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# Version 8: the words inside payload files are searchable (``brain.filetext``).
+# files_fts is contentless: the payloads stay on disk, the database holds their
+# terms only. large_files is WITHOUT ROWID, so files_index gives each payload the
+# integer rowid FTS5 needs and its state: 'text' (indexed), 'skipped' (image,
+# binary, base64: no words) or 'pending'. SQL cannot read the files, so existing
+# payloads are queued as 'pending' here and indexed by ``filetext.index_pending``
+# when the store opens.
+_V8: Final = """
+CREATE TABLE files_index (
+    id      INTEGER PRIMARY KEY,
+    file_id TEXT NOT NULL UNIQUE REFERENCES large_files(file_id),
+    state   TEXT NOT NULL CHECK (state IN ('pending', 'text', 'skipped'))
+);
+CREATE INDEX files_index_pending ON files_index(id) WHERE state = 'pending';
+CREATE VIRTUAL TABLE files_fts USING fts5(
+    text, content='', contentless_delete=1,
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER large_files_index_delete AFTER DELETE ON large_files BEGIN
+    DELETE FROM files_fts WHERE rowid = (SELECT id FROM files_index WHERE file_id = old.file_id);
+    DELETE FROM files_index WHERE file_id = old.file_id;
+END;
+INSERT INTO files_index (file_id, state)
+    SELECT file_id, 'pending' FROM large_files ORDER BY created_at, file_id;
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

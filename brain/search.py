@@ -1,4 +1,4 @@
-"""grep: finding what was said, in messages and summaries.
+"""grep: finding what was said, in messages and summaries, or inside payload files.
 
 Four modes:
 
@@ -15,8 +15,16 @@ Four modes:
 * ``hybrid``: the full_text and semantic rankings fused, by reciprocal rank
   (``rrf``, k=60) or by min-max normalised scores averaged (``weighted``).
 
+Scope ``files`` searches the text of large payload files (``brain.filetext``)
+instead: full_text is bm25 over ``files_fts`` (the first ``INDEX_BYTES`` of each
+payload), regex reads the files themselves in bounded pieces under the same
+budget, and semantic ranks a file by its message's vector (the message's stub
+names the file and carries its exploration summary; the payload itself is not
+embedded). A file is as visible as its message: same conversation, the
+message's ``created_at`` for ``since``/``before``, hidden when it is suppressed.
+
 Hits carry the ids ``describe`` and ``expand`` take: a message's client id
-(or ``msg_<n>``), a summary's ``sum_`` id.
+(or ``msg_<n>``), a summary's ``sum_`` id, a payload's ``file_`` id.
 """
 
 from __future__ import annotations
@@ -29,13 +37,14 @@ from typing import Any, Final, Literal
 import orjson
 import regex
 
-from brain.errors import InvalidInput
+from brain.errors import InvalidInput, NotFound, StorageError
+from brain.filetext import INDEX_BYTES, read_head, text_chunks
 from brain.ingest import public_message_id
 from brain.store import Store
 from brain.tokens import CJK_RUN
 
 Mode = Literal["regex", "full_text", "semantic", "hybrid"]
-Scope = Literal["messages", "summaries", "both"]
+Scope = Literal["messages", "summaries", "both", "files"]
 Fusion = Literal["rrf", "weighted"]
 Nearest = Callable[[int], "list[tuple[str, int, float]]"]
 """``nearest(k)``: up to k (kind, row id, similarity) for the query, best first, in scope."""
@@ -75,9 +84,9 @@ class GrepOptions:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One match: a message or a summary, with a snippet around the match."""
+    """One match: a message, a summary or a payload file, with a snippet around the match."""
 
-    kind: Literal["message", "summary"]
+    kind: Literal["message", "summary", "file"]
     id: str
     session: str
     score: float
@@ -109,6 +118,8 @@ def grep(store: Store, options: GrepOptions, nearest: Nearest | None = None) -> 
 def _semantic(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
     # Over-fetch: the time bounds, scope and suppression are applied after ranking.
     ranked = nearest(options.limit * 4 + 32)
+    if options.scope == "files":
+        return _semantic_files(store, options, ranked)
     wanted = [(k, r) for k, r, _ in ranked if options.scope in ("both", k + "s")]
     found = _resolve(store, options, wanted)
     hits = []
@@ -329,6 +340,10 @@ def _full_text(store: Store, options: GrepOptions) -> list[Hit]:
         raise InvalidInput("query", "has no words to search for")
     convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
     bounds = (convs, convs, options.since or "", options.before or "\uffff")
+    if options.scope == "files":
+        # fts_query keeps CJK runs as words, so a query is never only CJK terms here.
+        # Inside files a CJK run is one token (no trigram index): whole runs match.
+        return _ranked_files(store, options, words, bounds) if words is not None else []
     best: dict[tuple[str, str], Hit] = {}
 
     def keep(hits: list[Hit]) -> None:
@@ -505,6 +520,8 @@ def _regex(store: Store, options: GrepOptions) -> list[Hit]:
         hits += _scan(store, options, pattern, deadline, _MESSAGE_PAGE, "message")
     if options.scope in ("summaries", "both") and len(hits) < options.limit:
         hits += _scan(store, options, pattern, deadline, _SUMMARY_PAGE, "summary")
+    if options.scope == "files":
+        hits += _scan_files(store, options, pattern, deadline)
     return hits[: options.limit]
 
 
@@ -587,3 +604,158 @@ def _snippet(text: str, start: int, end: int) -> str:
         + text[end:right]
         + ("…" if right < len(text) else "")
     )
+
+
+# -- payload files ------------------------------------------------------------------
+
+# Each query joins a file to its message and conversation: a file is as visible as
+# its message (scope, since/before by the message's created_at, suppression).
+_RANKED_FILES: Final = (
+    "SELECT f.file_id, c.session_id, m.created_at, bm25(files_fts) "
+    "FROM files_fts CROSS JOIN files_index q ON q.id = files_fts.rowid "
+    "CROSS JOIN large_files f ON f.file_id = q.file_id "
+    "CROSS JOIN messages m ON m.id = f.message_id "
+    "CROSS JOIN conversations c ON c.id = f.conversation_id "
+    "WHERE files_fts MATCH ? "
+    "AND (? IS NULL OR f.conversation_id IN (SELECT value FROM json_each(?))) "
+    "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
+    "ORDER BY bm25(files_fts) LIMIT ?"
+)
+_FILE_PAGE: Final = (
+    "SELECT q.id, f.file_id, c.session_id, m.created_at FROM files_index q "
+    "CROSS JOIN large_files f ON f.file_id = q.file_id "
+    "CROSS JOIN messages m ON m.id = f.message_id "
+    "CROSS JOIN conversations c ON c.id = f.conversation_id "
+    "WHERE q.id < ? AND q.state = 'text' "
+    "AND (? IS NULL OR f.conversation_id IN (SELECT value FROM json_each(?))) "
+    "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
+    "ORDER BY q.id DESC LIMIT ?"
+)
+_FILES_OF_MESSAGES: Final = (
+    "SELECT f.file_id, c.session_id, m.created_at, m.id "
+    "FROM json_each(?) j CROSS JOIN large_files f ON f.message_id = j.value "
+    "CROSS JOIN files_index q ON q.file_id = f.file_id AND q.state = 'text' "
+    "CROSS JOIN messages m ON m.id = f.message_id "
+    "CROSS JOIN conversations c ON c.id = f.conversation_id "
+    "WHERE (? IS NULL OR f.conversation_id IN (SELECT value FROM json_each(?))) "
+    "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL"
+)
+_SNIPPET_READ: Final = 256 * 1024
+_LEAD_READ: Final = 4 * _SNIPPET_CHARS
+
+
+def _ranked_files(
+    store: Store, options: GrepOptions, words: str, bounds: tuple[Any, ...]
+) -> list[Hit]:
+    """Payload files by bm25 of their indexed text; the snippet is read from the file."""
+    rows = list(store.execute(_RANKED_FILES, (words, *bounds, options.limit)))
+    needles = _needles(options.query)
+    return [
+        Hit("file", r[0], r[1], -float(r[3]), _file_snippet(store, r[0], needles), r[2])
+        for r in rows
+    ]
+
+
+def _needles(query: str) -> Any:
+    """A pattern finding the query's words in a file's text (case-insensitive, longest first).
+
+    The index stems words (porter), so a file can match a query word it does not
+    contain as typed; a word's stem-like prefix is tried after the words themselves.
+    """
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    words = [w for w in words if w not in STOP_WORDS] or words
+    words.sort(key=len, reverse=True)
+    prefixes = [w[: max(3, len(w) - 3)] for w in words]
+    return (
+        regex.compile("|".join(regex.escape(w) for w in words), regex.IGNORECASE),
+        regex.compile("|".join(regex.escape(w) for w in prefixes), regex.IGNORECASE),
+    )
+
+
+def _file_snippet(store: Store, file_id: str, needles: Any) -> str:
+    """``…before [word] after…`` around the first query word in the indexed part of a file.
+
+    Reads in pieces and stops at the first match, so a hit near the top of a large
+    file costs one piece; at most ``INDEX_BYTES`` are read (what the index saw).
+    """
+    try:
+        for pattern in needles:
+            read = 0
+            for chunk in text_chunks(store.files_dir, file_id, _SNIPPET_READ):
+                found = pattern.search(chunk)
+                if found is not None:
+                    return _snippet(chunk, found.start(), found.end())
+                read += len(chunk)
+                if read >= INDEX_BYTES:
+                    break
+        return _lead(read_head(store.files_dir, file_id, _LEAD_READ))
+    except (NotFound, StorageError):
+        return ""  # the row outlived its file (removed by hand): still a hit, by the index
+
+
+def _scan_files(store: Store, options: GrepOptions, pattern: Any, deadline: float) -> list[Hit]:
+    """Payload files whose text matches, newest first, each read in bounded pieces."""
+    convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
+    bounds = (convs, convs, options.since or "", options.before or "\uffff")
+    hits: list[Hit] = []
+    cursor_id = 1 << 62
+    while len(hits) < options.limit:
+        rows: Sequence[Any] = list(store.execute(_FILE_PAGE, (cursor_id, *bounds, _PAGE)))
+        if not rows:
+            break
+        for _, file_id, session, created_at in rows:
+            snippet = _search_file(store, file_id, pattern, deadline)
+            if snippet is not None:
+                hits.append(Hit("file", file_id, session, 1.0, snippet, created_at))
+                if len(hits) >= options.limit:
+                    break
+        cursor_id = int(rows[-1][0])
+    return hits
+
+
+def _search_file(store: Store, file_id: str, pattern: Any, deadline: float) -> str | None:
+    """The snippet of the first match in a file, or None; an error past the deadline."""
+    try:
+        for chunk in text_chunks(store.files_dir, file_id):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise InvalidInput("query", "regular expression took too long (over 1 s)")
+            try:
+                found = pattern.search(chunk, timeout=remaining)
+            except TimeoutError:
+                raise InvalidInput("query", "regular expression took too long (over 1 s)") from None
+            if found is not None:
+                return _snippet(chunk, found.start(), found.end())
+    except (NotFound, StorageError):
+        return None
+    return None
+
+
+def _semantic_files(
+    store: Store, options: GrepOptions, ranked: list[tuple[str, int, float]]
+) -> list[Hit]:
+    """Payload files ranked by their message's similarity (its stub is what is embedded)."""
+    scores = {row_id: score for kind, row_id, score in ranked if kind == "message"}
+    if not scores:
+        return []
+    convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
+    rows = store.execute(
+        _FILES_OF_MESSAGES,
+        (
+            orjson.dumps(list(scores)),
+            convs,
+            convs,
+            options.since or "",
+            options.before or "\uffff",
+        ),
+    )
+    found = [(scores[int(r[3])], str(r[0]), str(r[1]), str(r[2])) for r in rows]
+    found.sort(key=lambda t: t[0], reverse=True)
+    hits = []
+    for score, file_id, session, created_at in found[: options.limit]:
+        try:
+            lead = _lead(read_head(store.files_dir, file_id, _LEAD_READ))
+        except (NotFound, StorageError):
+            lead = ""
+        hits.append(Hit("file", file_id, session, score, lead, created_at))
+    return hits

@@ -24,6 +24,7 @@ import apsw
 
 from brain.config import BrainConfig
 from brain.errors import StorageError, StoreBusy
+from brain.filetext import index_pending
 from brain.schema import migrate
 
 Tracer = Callable[[str, Any], None]
@@ -289,4 +290,14 @@ def open_store(path: str | os.PathLike[str], config: BrainConfig | None = None) 
     except BaseException:
         conn.close()
         raise
-    return Store(conn, db_path, config)
+    store = Store(conn, db_path, config)
+    try:
+        # Payloads stored before schema v8 become searchable (see brain.filetext).
+        # Busy: another process holds the write lock (perhaps indexing them);
+        # what is left is picked up by the next open.
+        with contextlib.suppress(StoreBusy):
+            index_pending(store)
+    except BaseException:
+        store.close()
+        raise
+    return store
