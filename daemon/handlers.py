@@ -17,7 +17,7 @@ from typing import Any
 from brain import MessageIn
 from brain.assemble import AssembleOptions
 from brain.compaction import CompactionReport
-from brain.search import GrepOptions, Mode
+from brain.search import GrepOptions, Mode, Scope
 from daemon.context import Context
 from protocol.methods import (
     AssembleParams,
@@ -152,14 +152,12 @@ async def expand_query(ctx: Context, params: ExpandQueryParams) -> dict[str, Any
 
 
 async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
-    """Messages and summaries matching a regex or free text, best first."""
+    """Messages and summaries (or payload files) matching a regex or free text, best first."""
     options = GrepOptions(
         query=params.query,
         mode=_GREP_MODES.get(params.mode, "full_text"),
         fusion="rrf" if params.fusion == "rrf" else "weighted",
-        scope="messages"
-        if params.scope == "messages"
-        else ("summaries" if params.scope == "summaries" else "both"),
+        scope=_GREP_SCOPES.get(params.scope, "both"),
         since=params.since,
         before=params.before,
         limit=params.limit,
@@ -180,6 +178,12 @@ async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
     return result
 
 
+_GREP_SCOPES: dict[str, Scope] = {
+    "messages": "messages",
+    "summaries": "summaries",
+    "both": "both",
+    "files": "files",
+}
 _GREP_MODES: dict[str, Mode] = {
     "regex": "regex",
     "full_text": "full_text",

@@ -249,14 +249,15 @@ GREP_MODES: Final = ("regex", "full_text", "semantic", "hybrid")
 GREP_MODES_AVAILABLE: Final = ("regex", "full_text", "semantic", "hybrid")
 GREP_FUSIONS: Final = ("rrf", "weighted")
 GREP_DEFAULT_FUSION: Final = "weighted"  # LoCoMo dev recall@10: weighted 73.2, rrf 61.2
-GREP_SCOPES: Final = ("messages", "summaries", "both")
+GREP_SCOPES: Final = ("messages", "summaries", "both", "files")
 
 
 @dataclass(frozen=True, slots=True)
 class GrepParams:
     """``grep``: ``{"query", "mode", "session"? | "session_key"? | "all"?, "limit"?, ...}``.
 
-    ``scope``: messages, summaries or both (default); ``since`` / ``before``:
+    ``scope``: messages, summaries, both (default) or files (the text of large
+    payload files; file hits' ids work with ``describe``); ``since`` / ``before``:
     ISO-8601 bounds on when the message was written; ``fusion`` (hybrid only):
     ``rrf`` (reciprocal rank) or ``weighted`` (min-max scores). Reads are scoped to one
     session unless ``session_key`` (every session filed under it) or
