@@ -116,6 +116,12 @@ def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
     store.execute(
         "INSERT OR IGNORE INTO embed_queue (kind, row_id) VALUES ('summary', ?)", (row_id,)
     )
+    # Every summary is a retrieval graph node too; it reads the summary's text and
+    # vector, so it costs one row.
+    store.execute(
+        "INSERT INTO nodes (node_id, kind, summary_id, created_at) VALUES (?, 'summary', ?, ?)",
+        (summary_id, row_id, created_at),
+    )
     sources: list[tuple[int, int, int | None, int | None]] = [
         (row_id, i, m, None) for i, m in enumerate(new.source_message_ids)
     ] + [(row_id, i, None, c) for i, c in enumerate(new.source_summary_ids)]

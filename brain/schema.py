@@ -332,7 +332,84 @@ INSERT INTO files_index (file_id, state)
     SELECT file_id, 'pending' FROM large_files ORDER BY created_at, file_id;
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+# Version 9: the retrieval graph. Nodes (taught facts, corrections, directives,
+# workspace chunks, and one node per summary, which reads the summary's text),
+# weighted directed edges (both directions indexed), and query traces. The
+# vector tables gain the 'node' kind: SQLite cannot change a CHECK in place, so
+# they are rebuilt (same rows).
+_V9: Final = """
+CREATE TABLE embed_queue_v9 (
+    kind   TEXT NOT NULL CHECK (kind IN ('message', 'summary', 'node')),
+    row_id INTEGER NOT NULL,
+    PRIMARY KEY (kind, row_id)
+) WITHOUT ROWID;
+INSERT INTO embed_queue_v9 SELECT kind, row_id FROM embed_queue;
+DROP TABLE embed_queue;
+ALTER TABLE embed_queue_v9 RENAME TO embed_queue;
+
+CREATE TABLE vectors_v9 (
+    kind            TEXT NOT NULL CHECK (kind IN ('message', 'summary', 'node')),
+    row_id          INTEGER NOT NULL,
+    conversation_id INTEGER NOT NULL,
+    vector          BLOB NOT NULL,
+    text_hash       BLOB,
+    PRIMARY KEY (kind, row_id)
+) WITHOUT ROWID;
+INSERT INTO vectors_v9 SELECT kind, row_id, conversation_id, vector, text_hash FROM vectors;
+DROP TABLE vectors;
+ALTER TABLE vectors_v9 RENAME TO vectors;
+CREATE INDEX vectors_text_hash ON vectors(text_hash) WHERE text_hash IS NOT NULL;
+
+CREATE TABLE nodes (
+    id            INTEGER PRIMARY KEY,
+    node_id       TEXT NOT NULL UNIQUE,
+    kind          TEXT NOT NULL
+                  CHECK (kind IN ('teaching', 'correction', 'directive', 'chunk', 'summary')),
+    content       TEXT,
+    summary_id    INTEGER UNIQUE REFERENCES summaries(id),
+    authority     TEXT NOT NULL DEFAULT 'overlay'
+                  CHECK (authority IN ('constitutional', 'canonical', 'overlay')),
+    source        TEXT,
+    line_start    INTEGER,
+    line_end      INTEGER,
+    metadata      TEXT NOT NULL DEFAULT '{}',
+    dedup_key     TEXT UNIQUE,
+    created_at    TEXT NOT NULL,
+    last_fired_at TEXT,
+    fire_count    INTEGER NOT NULL DEFAULT 0,
+    CHECK ((kind = 'summary') = (summary_id IS NOT NULL)),
+    CHECK ((kind = 'summary') = (content IS NULL))
+);
+CREATE INDEX nodes_source ON nodes(source) WHERE source IS NOT NULL;
+
+CREATE TABLE edges (
+    source     INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    target     INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    weight     REAL NOT NULL CHECK (weight BETWEEN -1.0 AND 1.0),
+    kind       TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (source, target),
+    CHECK (source <> target)
+) WITHOUT ROWID;
+CREATE INDEX edges_target ON edges(target, source);
+
+CREATE TABLE traces (
+    id         INTEGER PRIMARY KEY,
+    trace_id   TEXT NOT NULL UNIQUE,
+    chat_id    TEXT,
+    query      TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    outcome    REAL,
+    learned_at TEXT
+);
+CREATE INDEX traces_chat ON traces(chat_id, id) WHERE chat_id IS NOT NULL;
+
+INSERT INTO nodes (node_id, kind, summary_id, created_at)
+    SELECT summary_id, 'summary', id, created_at FROM summaries;
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

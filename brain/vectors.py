@@ -17,8 +17,9 @@ embedder): this index then notices, on its next ``take``, ``put`` or ``verify``,
 stored identity is no longer its own and raises :class:`~brain.errors.EmbedderMismatch`
 rather than write or search vectors of another embedder. The last process to open the
 index with a new embedder owns it; the others must be restarted with that embedder.
-A counter in ``meta`` (``vectors_epoch``) changes on every write to
-``vectors``, so a process notices another process's writes and reloads its matrix.
+A counter per kind in ``meta`` (``vectors_epoch:<kind>``) changes on every write of
+that kind's vectors, so a process notices another process's writes and reloads its
+matrix, and an index reloads only for writes to the kinds it holds.
 
 Suppressed rows are embedded like any other (unsuppressing needs no re-embedding); the
 search layer filters them out, as it does for full text.
@@ -34,6 +35,7 @@ from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from brain.ann import IVF, default_nprobe, top_k
 from brain.embedders import Embedder
@@ -42,9 +44,9 @@ from brain.store import Store
 
 __all__ = ["Pending", "VectorIndex", "stored_identity", "text_hash"]
 
-Kind = Literal["message", "summary"]
-_KINDS: Final[tuple[Kind, Kind]] = ("message", "summary")
-_EPOCH_KEY: Final = "vectors_epoch"
+Kind = Literal["message", "summary", "node"]
+_KINDS: Final[tuple[Kind, Kind, Kind]] = ("message", "summary", "node")
+_EPOCH_KEY: Final = "vectors_epoch:"
 EXACT_BELOW: Final = 200_000
 """Unscoped searches are exact below this many rows (~5 ms at dim 256), IVF above."""
 _TAIL_FRACTION: Final = 0.2  # unclustered rows, relative to clustered, before a rebuild
@@ -81,6 +83,7 @@ class VectorIndex:
         exact_below: int = EXACT_BELOW,
         nprobe: int | None = None,
         background: bool = True,
+        kinds: Sequence[Kind] = ("message", "summary"),
     ) -> None:
         """An empty index of ``dim``-wide vectors (filled from the store on first search).
 
@@ -88,12 +91,14 @@ class VectorIndex:
         IVF index (``brain.ann``) answers them, probing ``nprobe`` lists (default:
         ``ann.default_nprobe``). ``background=False`` builds it inside the search that
         finds it missing or stale (tests), instead of on a thread while searches go on
-        exactly.
+        exactly. ``kinds`` are the rows this index holds and searches (grep's index holds
+        messages and summaries; the graph's holds nodes and summaries).
         """
         self.dim = dim
+        self.kinds: tuple[Kind, ...] = tuple(kinds)
         self._identity: tuple[str, str] | None = None  # (name, dim) once check_identity ran
         self._lock = threading.Lock()
-        self._epoch: int | None = None  # the vectors_epoch the hot matrix reflects
+        self._epoch: tuple[int, ...] | None = None  # the kinds' epochs the matrix reflects
         # Buffers with spare capacity (doubling), the first ``_n`` rows in use:
         # appending a drained batch must not copy the whole matrix each time.
         self._n = 0
@@ -139,7 +144,7 @@ class VectorIndex:
                     "INSERT OR IGNORE INTO embed_queue (kind, row_id) "
                     "SELECT 'summary', id FROM summaries"
                 )
-                _bump_epoch(store)
+                _bump_epochs(store, _KINDS)
             store.execute(
                 "INSERT INTO meta (key, value) VALUES ('embedder_name', ?), ('embedder_dim', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -177,16 +182,21 @@ class VectorIndex:
     def take(self, store: Store, batch: int = 256) -> Pending:
         """Up to ``batch`` queued rows with their texts (the queue is left as it is).
 
+        A graph node is embedded from its content and, for a correction, the query it
+        corrected (``metadata.query``), so the next similar query finds the correction.
         Rows that no longer exist are dropped from the queue here. ``to_embed`` lists the
         distinct texts of the batch that have no stored vector yet.
         """
         self.verify(store)
         rows = list(
             store.execute(
-                "SELECT q.kind, q.row_id, coalesce(m.conversation_id, s.conversation_id), "
-                "coalesce(m.content, s.content) FROM embed_queue q "
+                "SELECT q.kind, q.row_id, coalesce(m.conversation_id, s.conversation_id, 0), "
+                "coalesce(m.content, s.content, "
+                "n.content || coalesce(char(10) || (n.metadata ->> '$.query'), '')) "
+                "FROM embed_queue q "
                 "LEFT JOIN messages m ON q.kind = 'message' AND m.id = q.row_id "
                 "LEFT JOIN summaries s ON q.kind = 'summary' AND s.id = q.row_id "
+                "LEFT JOIN nodes n ON q.kind = 'node' AND n.id = q.row_id "
                 "ORDER BY q.kind, q.row_id LIMIT ?",
                 (batch,),
             )
@@ -277,18 +287,22 @@ class VectorIndex:
                     ),
                 )
                 stored.append(i)
-            epoch = _bump_epoch(store) if stored else 0
-        if stored:
+            written = tuple(dict.fromkeys(pending.keys[i][0] for i in stored))
+            before = _epochs(store, self.kinds)
+            _bump_epochs(store, written)
+            after = _epochs(store, self.kinds)
+        mine = [i for i in stored if pending.keys[i][0] in self.kinds]
+        if mine:
             with self._lock:
-                if not replaced and self._epoch is not None and self._epoch == epoch - 1:
-                    idx = np.asarray(stored, dtype=np.int64)
+                if not replaced and self._epoch is not None and self._epoch == before:
+                    idx = np.asarray(mine, dtype=np.int64)
                     self._append(
                         vectors[idx],
-                        np.asarray([_KINDS.index(pending.keys[i][0]) for i in stored], np.int8),
-                        np.asarray([pending.keys[i][1] for i in stored], np.int64),
-                        np.asarray([pending.conversations[i] for i in stored], np.int64),
+                        np.asarray([_KINDS.index(pending.keys[i][0]) for i in mine], np.int8),
+                        np.asarray([pending.keys[i][1] for i in mine], np.int64),
+                        np.asarray([pending.conversations[i] for i in mine], np.int64),
                     )
-                    self._epoch = epoch
+                    self._epoch = after
                 else:
                     self._epoch = None  # someone else wrote too: reload on next search
         return len(stored)
@@ -316,6 +330,7 @@ class VectorIndex:
         query: npt.NDArray[np.float32],
         k: int,
         conversations: Sequence[int] | None = None,
+        kinds: Sequence[Kind] | None = None,
     ) -> list[tuple[Kind, int, float]]:
         """The ``k`` nearest vectors by dot product (cosine: rows are unit length).
 
@@ -327,16 +342,21 @@ class VectorIndex:
         self._maybe_rebuild()
         with self._lock:
             n = self._n  # slices stay valid even if a later append or rebuild reallocates
-            matrix, kinds = self._matrix[:n], self._kinds[:n]
+            matrix, kinds_of = self._matrix[:n], self._kinds[:n]
             row_ids, convs = self._row_ids[:n], self._convs[:n]
             ivf = self._ivf
         if k <= 0 or n == 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(self.dim)
-        if conversations is not None:
-            wanted = np.asarray(list(conversations), dtype=np.int64)
-            # One equality pass is ~0.2 ms at 1M rows; isin sorts when given many ids.
-            mask = convs == wanted[0] if len(wanted) == 1 else np.isin(convs, wanted)
+        if conversations is not None or kinds is not None:
+            mask = np.ones(n, dtype=bool)
+            if conversations is not None:
+                wanted = np.asarray(list(conversations), dtype=np.int64)
+                # One equality pass is ~0.2 ms at 1M rows; isin sorts when given many ids.
+                mask &= convs == wanted[0] if len(wanted) == 1 else np.isin(convs, wanted)
+            if kinds is not None:
+                codes = np.asarray([_KINDS.index(kind) for kind in kinds], dtype=np.int8)
+                mask &= np.isin(kinds_of, codes)
             positions = np.flatnonzero(mask)
             scores = matrix[positions] @ q
             best = top_k(scores, k)
@@ -356,7 +376,7 @@ class VectorIndex:
             best = top_k(scores, k)
             positions, scores = positions[best], scores[best]
         return [
-            (_KINDS[int(kinds[i])], int(row_ids[i]), float(s))
+            (_KINDS[int(kinds_of[i])], int(row_ids[i]), float(s))
             for i, s in zip(positions.tolist(), scores.tolist(), strict=True)
         ]
 
@@ -443,11 +463,17 @@ class VectorIndex:
             self._idle.set()
 
     def _refresh(self, store: Store) -> None:
-        epoch = _epoch(store)
+        epoch = _epochs(store, self.kinds)
         with self._lock:
             if self._epoch == epoch:
                 return
-        rows = list(store.execute("SELECT kind, row_id, conversation_id, vector FROM vectors"))
+        rows = list(
+            store.execute(
+                "SELECT kind, row_id, conversation_id, vector FROM vectors "
+                "WHERE kind IN (SELECT value FROM json_each(?))",
+                (orjson.dumps(self.kinds),),
+            )
+        )
         # One join and one frombuffer: a row-by-row copy took ~2 s at 1M rows.
         blob = b"".join(r[3] for r in rows)
         matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dim).copy()
@@ -509,16 +535,26 @@ def stored_identity(store: Store) -> tuple[str, str] | None:
     return str(stored["embedder_name"]), str(stored.get("embedder_dim"))
 
 
-def _epoch(store: Store) -> int:
-    value = store.scalar("SELECT value FROM meta WHERE key = ?", (_EPOCH_KEY,))
-    return 0 if value is None else int(value)
+def _epochs(store: Store, kinds: Sequence[Kind]) -> tuple[int, ...]:
+    """The write counters of ``kinds``' vectors, in order (0 before the first write).
 
-
-def _bump_epoch(store: Store) -> int:
-    row = store.one(
-        "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE "
-        "SET value = CAST(value AS INTEGER) + 1 RETURNING value",
-        (_EPOCH_KEY,),
+    One counter per kind: a taught node does not make grep's index of messages
+    reload, and a drained batch of messages does not make the graph's reload.
+    """
+    stored = dict(
+        store.execute(
+            "SELECT key, value FROM meta WHERE key IN (SELECT value FROM json_each(?))",
+            (orjson.dumps([_EPOCH_KEY + kind for kind in kinds]),),
+        )
     )
-    assert row is not None
-    return int(row[0])
+    return tuple(int(stored.get(_EPOCH_KEY + kind, 0)) for kind in kinds)
+
+
+def _bump_epochs(store: Store, kinds: Sequence[Kind]) -> None:
+    """Count a write to ``kinds``' vectors (inside the writing transaction)."""
+    for kind in kinds:
+        store.execute(
+            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE "
+            "SET value = CAST(value AS INTEGER) + 1",
+            (_EPOCH_KEY + kind,),
+        )

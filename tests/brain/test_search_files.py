@@ -223,12 +223,12 @@ def test_payloads_stored_before_the_file_index_are_found_after_upgrading(
     image = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 64).decode()
     brain.ingest("s", [MessageIn("user", [{"type": "image_url", "image_url": {"url": image}}])])
     brain.close()
-    # Back to version 7: what V8 adds is gone; a v7 database never had it.
+    # As if from version 7: what V8 adds is dropped, then V8 runs as an upgrade runs it.
     conn = apsw.Connection(str(db_path))
     conn.execute("DROP TRIGGER large_files_index_delete")
     conn.execute("DROP TABLE files_fts")
     conn.execute("DROP TABLE files_index")
-    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    conn.execute(MIGRATIONS[7])
     conn.close()
     again = Brain(db_path, BrainConfig(large_payload_tokens=1_000))
     states = dict(again.store.execute("SELECT state, count(*) FROM files_index GROUP BY state"))
