@@ -25,15 +25,19 @@ from brain.content import MessageIn, normalize_time, restore
 from brain.context import conversation
 from brain.describe import describe, expand
 from brain.embedders import Embedder, default_embedder
-from brain.errors import NotFound, ProviderError
+from brain.errors import InvalidInput, NotFound, ProviderError
 from brain.files import read_file, stray_files
 from brain.grants import Grant, Reach
+from brain.graph import Graph, NewNode
 from brain.ingest import GENERATED_ID, IngestResult, ingest
 from brain.recall import answer, gather
+from brain.retrieval import LearnResult, QueryResult, TeachResult, learn, run_query, teach
 from brain.search import GrepOptions, Hit, Nearest, grep
 from brain.store import Store, open_store
 from brain.summarize import ExtractiveSummarizer, Summarizer
 from brain.suppress import SuppressResult, set_suppressed
+from brain.traces import find_trace, trace_view
+from brain.traverse import TraverseOptions
 from brain.vectors import VectorIndex, stored_identity
 from brain.version import __version__
 
@@ -113,6 +117,8 @@ class Brain:
         """The embedder for semantic search; replacing it re-embeds everything (lazily)."""
         self._index: VectorIndex | None = None
         self._index_embedder: Embedder | None = None
+        self._graph_index: VectorIndex | None = None
+        self._graph = Graph()
 
     @property
     def store(self) -> Store:
@@ -177,7 +183,76 @@ class Brain:
             index = VectorIndex(embedder.dim)
             index.check_identity(self._store, embedder)
             self._index, self._index_embedder = index, embedder
+            self._graph_index = VectorIndex(embedder.dim, kinds=("node", "summary"))
+            self._graph_index.check_identity(self._store, embedder)
         return self._index
+
+    def _graph_vectors(self, embedder: Embedder) -> VectorIndex:
+        """The graph's vector index (nodes and summaries) for ``embedder`` (locked)."""
+        self._vector_index(embedder)
+        assert self._graph_index is not None
+        return self._graph_index
+
+    # -- the retrieval graph ------------------------------------------------------
+
+    def query(
+        self,
+        text: str,
+        *,
+        chat_id: str | None = None,
+        options: TraverseOptions | None = None,
+        record: bool = True,
+    ) -> QueryResult:
+        """Retrieve from the graph: seeds nearest ``text``, spread, trace (``record``)."""
+        if not text.strip():
+            raise InvalidInput("query", "must not be empty")
+        embedder = self.embedder
+        _learn_dim(embedder)
+        started = time.perf_counter()
+        vector = embedder.embed([text])[0]
+        embed_ms = (time.perf_counter() - started) * 1000
+        with self._lock:
+            index = self._graph_vectors(embedder)
+            index.verify(self._store)
+            return run_query(
+                self._store,
+                self._graph,
+                index,
+                vector,
+                text,
+                chat_id,
+                options or TraverseOptions(),
+                embed_ms,
+                record=record,
+            )
+
+    def teach(self, node: NewNode, *, chat_id: str | None = None) -> TeachResult:
+        """Add a teaching, correction or directive node, embedded and linked at once."""
+        embedder = self.embedder
+        _learn_dim(embedder)
+        metadata = dict(node.metadata)
+        if node.kind == "correction" and chat_id is not None:
+            with self._lock, contextlib.suppress(NotFound):
+                metadata.setdefault("query", find_trace(self._store, chat_id=chat_id).query)
+            node = replace(node, metadata=metadata)
+        embedded = node.text + ("\n" + str(metadata["query"]) if "query" in metadata else "")
+        vector = embedder.embed([embedded])[0]
+        with self._lock:
+            index = self._graph_vectors(embedder)
+            return teach(self._store, self._graph, index, node, vector, embedded, chat_id)
+
+    def learn(
+        self, outcome: float, *, trace_id: str | None = None, chat_id: str | None = None
+    ) -> LearnResult:
+        """Credit an outcome to a trace (by id, else the chat's latest, else the latest)."""
+        with self._lock:
+            return learn(self._store, self._graph, outcome, trace_id, chat_id)
+
+    def trace(self, *, trace_id: str | None = None, chat_id: str | None = None) -> dict[str, Any]:
+        """A trace with public node ids: by id, else the chat's latest, else the latest."""
+        with self._lock:
+            self._graph.refresh(self._store)
+            return trace_view(find_trace(self._store, trace_id, chat_id), self._graph.public)
 
     # -- reads --------------------------------------------------------------
 
@@ -187,7 +262,8 @@ class Brain:
             store = self._store
             row = store.one(
                 "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages), "
-                "(SELECT count(*) FROM large_files), (SELECT count(*) FROM summaries)"
+                "(SELECT count(*) FROM large_files), (SELECT count(*) FROM summaries), "
+                "(SELECT count(*) FROM nodes), (SELECT count(*) FROM edges)"
             )
             assert row is not None
             embedder = self.embedder
@@ -208,8 +284,8 @@ class Brain:
                 conversations=int(row[0]),
                 messages=int(row[1]),
                 summaries=int(row[3]),
-                nodes=0,
-                edges=0,
+                nodes=int(row[4]),
+                edges=int(row[5]),
                 large_files=int(row[2]),
                 db_bytes=page_count * page_size,
                 embeddings=embeddings,
@@ -472,6 +548,9 @@ class Brain:
             self._store.close()
             self._store = open_store(self.path, self.config)
             self._assembler.forget()
+            self._graph.invalidate()
+            self._index = self._graph_index = None
+            self._index_embedder = None
 
     def close(self) -> None:
         """Refresh planner statistics, checkpoint and close; safe to call twice."""

@@ -1,0 +1,368 @@
+"""The graph's fast loop: query, teach, correct, learn; each one transaction.
+
+``query`` embeds nothing itself: the engine embeds outside its lock and hands
+the vector in. Seeds come from the graph's own vector index (nodes and
+summaries), the traversal runs over the hot mirror, and the trace, the fire
+counts and the context block are written and built in one go. ``teach``
+stores a node with its vector at once (the caller embedded it) and links it
+to its nearest neighbours; a correction with a chat also penalises that
+chat's latest trace and inhibits what fired wrongly. ``learn`` credits the
+steps a trace took (``brain.learning``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from brain.errors import InvalidInput
+from brain.graph import (
+    AUTHORITY_RANK,
+    EdgeWrite,
+    Graph,
+    NewNode,
+    Node,
+    bump_epoch,
+    clamped,
+    get_nodes,
+    graph_epoch,
+    insert_node,
+    now_iso,
+    write_edges,
+)
+from brain.learning import Credit, credit
+from brain.store import Store
+from brain.traces import Trace, find_trace, mark_learned, save_trace
+from brain.traverse import TraverseOptions, traverse
+from brain.vectors import Pending, VectorIndex, text_hash
+
+CONNECT_K: Final = 5
+"""A taught node is linked both ways to this many nearest nodes..."""
+CONNECT_MIN_SIMILARITY: Final = 0.3
+"""...that are at least this similar; the edge weight is the similarity, halved."""
+INHIBIT_WEIGHT: Final = -0.8
+"""A correction's edge to each node that fired wrongly."""
+_BASELINE_KEY: Final = "learn_baseline"
+
+
+@dataclass(frozen=True, slots=True)
+class FiredNode:
+    """A fired node as callers see it."""
+
+    id: str
+    kind: str
+    authority: str
+    score: float
+    text: str
+    source: str | None = None
+    lines: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """What a query returns: the trace id, what fired, the context block and timings."""
+
+    trace_id: str
+    fired: list[FiredNode]
+    context: str
+    seeds: list[tuple[str, float]]
+    inhibited: list[str]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def run_query(
+    store: Store,
+    graph: Graph,
+    index: VectorIndex,
+    vector: npt.NDArray[np.float32],
+    text: str,
+    chat_id: str | None,
+    options: TraverseOptions,
+    embed_ms: float,
+    *,
+    record: bool = True,
+) -> QueryResult:
+    """Seed, traverse, record the trace (unless ``record`` is False), build the context."""
+    started = time.perf_counter()
+    graph.refresh(store)
+    seeds = _seeds(store, graph, index, vector, options.top_k)
+    blocked = _suppressed_summaries(store, graph)
+    traversal = traverse(seeds, graph.neighbours, options, blocked.__contains__)
+    traverse_ms = (time.perf_counter() - started) * 1000
+    nodes = get_nodes(store, list(traversal.fired) + [n for n, _ in seeds])
+    fired = [
+        _fired(nodes[n], a) for n, a in traversal.fired.items() if n in nodes and n not in blocked
+    ]
+    context, shown = _context(fired, options.max_chars)
+    timings = {
+        "embed_query_ms": round(embed_ms, 3),
+        "traverse_ms": round(traverse_ms, 3),
+    }
+    trace_id = ""
+    if record:
+        with store.transaction():
+            trace_id = save_trace(store, text, chat_id, traversal, timings)
+            stamp = now_iso()
+            store.conn.executemany(
+                "UPDATE nodes SET fire_count = fire_count + 1, last_fired_at = ? WHERE id = ?",
+                [(stamp, n) for n in traversal.fired],
+            )
+    timings["total_ms"] = round(embed_ms + (time.perf_counter() - started) * 1000, 3)
+    public = graph.public
+    return QueryResult(
+        trace_id=trace_id,
+        fired=shown,
+        context=context,
+        seeds=[(nodes[n].id if n in nodes else public.get(n, str(n)), s) for n, s in seeds],
+        inhibited=[public.get(n, str(n)) for n in traversal.inhibited],
+        timings=timings,
+    )
+
+
+def _seeds(
+    store: Store, graph: Graph, index: VectorIndex, vector: npt.NDArray[np.float32], k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` nodes nearest the query, best first (summaries through their node)."""
+    seeds: list[tuple[int, float]] = []
+    for kind, row_id, score in index.search(store, vector, k * 2):
+        node = row_id if kind == "node" else graph.summary_node(store, row_id)
+        if node is not None and node in graph.kind:
+            seeds.append((node, score))
+        if len(seeds) == k:
+            break
+    return seeds
+
+
+def _suppressed_summaries(store: Store, graph: Graph) -> set[int]:
+    rows = store.execute(
+        "SELECT n.id FROM nodes n JOIN summaries s ON s.id = n.summary_id "
+        "WHERE s.suppressed_at IS NOT NULL"
+    )
+    return {int(r[0]) for r in rows}
+
+
+def _fired(node: Node, score: float) -> FiredNode:
+    lines = (
+        (node.line_start, node.line_end)
+        if node.line_start is not None and node.line_end is not None
+        else None
+    )
+    return FiredNode(node.id, node.kind, node.authority, score, node.text, node.source, lines)
+
+
+def _context(fired: list[FiredNode], max_chars: int) -> tuple[str, list[FiredNode]]:
+    """The context block: authority first, then score; whole nodes within ``max_chars``.
+
+    A node that does not fit is left out (the next smaller one may still fit); the
+    first node is clipped rather than dropped, so a block is never empty when
+    something fired.
+    """
+    ordered = sorted(fired, key=lambda f: (AUTHORITY_RANK.get(f.authority, 9), -f.score))
+    parts: list[str] = []
+    shown: list[FiredNode] = []
+    used = 0
+    for node in ordered:
+        where = f" {node.source}:{node.lines[0]}-{node.lines[1]}" if node.lines else ""
+        block = f"[{node.id} {node.kind}/{node.authority}{where}]\n{node.text.strip()}"
+        cost = len(block) + (2 if parts else 0)
+        if used + cost > max_chars:
+            if parts:
+                continue
+            block = block[: max(0, max_chars - 1)] + "…"
+            cost = len(block)
+        parts.append(block)
+        shown.append(node)
+        used += cost
+    return "\n\n".join(parts), shown
+
+
+# -- teach and correct ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TeachResult:
+    """A taught node: its id, whether it is new, what it was linked to, what it penalised."""
+
+    node_id: str
+    created: bool
+    connected: list[str]
+    inhibited: list[str] = field(default_factory=list)
+    penalised_trace: str | None = None
+    edges_updated: int = 0
+
+
+def teach(
+    store: Store,
+    graph: Graph,
+    index: VectorIndex,
+    new: NewNode,
+    vector: npt.NDArray[np.float32],
+    embedded_text: str,
+    chat_id: str | None = None,
+) -> TeachResult:
+    """Store a node with its vector, link it to its neighbours; a correction also corrects.
+
+    ``vector`` is the embedding of ``embedded_text`` (the node text the vector index
+    would embed). A correction with ``chat_id`` penalises that chat's latest trace
+    (outcome -1) and adds an inhibitory edge from the correction to every node that
+    fired in it, except protected ones.
+    """
+    graph.refresh(store)
+    trace: Trace | None = None
+    if new.kind == "correction" and chat_id is not None:
+        trace = find_trace(store, chat_id=chat_id)
+    neighbours = [
+        (node, score)
+        for node, score in _seeds(store, graph, index, vector, CONNECT_K + 1)
+        if score >= CONNECT_MIN_SIMILARITY
+    ]
+    added: list[tuple[int, str, str, str, int | None]] = []
+    with store.transaction():
+        before = graph_epoch(store)
+        row_id, node_id, created = insert_node(store, new)
+        edges: list[EdgeWrite] = []
+        wrong: list[int] = []
+        if created:
+            added.append((row_id, node_id, new.kind, new.authority, None))
+            index.put(
+                store,
+                _pending_one(row_id, embedded_text),
+                np.asarray([vector], dtype=np.float32),
+            )
+            for node, score in neighbours[:CONNECT_K]:
+                if node == row_id:
+                    continue
+                edges.append(EdgeWrite(row_id, node, score / 2, "similar"))
+                edges.append(EdgeWrite(node, row_id, score / 2, "similar"))
+        learned: Credit | None = None
+        if trace is not None:
+            wrong = [
+                n
+                for n, _ in trace.fired
+                if n != row_id and graph.authority.get(n) != "constitutional"
+            ]
+            edges += [EdgeWrite(row_id, n, INHIBIT_WEIGHT, "inhibits") for n in wrong]
+            learned = _credit(store, graph, trace, -1.0, extra=edges)
+            edges = _merge(edges, learned.edges)
+        edges = clamped(edges)
+        write_edges(store, edges)
+        after = bump_epoch(store)
+    if graph.applied(before, after):
+        graph.add_nodes(added)
+        graph.set_edges(edges)
+    public = graph.public
+    connected = [public.get(n, str(n)) for n, _ in neighbours[:CONNECT_K] if n != row_id]
+    return TeachResult(
+        node_id=node_id,
+        created=created,
+        connected=connected if created else [],
+        inhibited=[public.get(n, str(n)) for n in wrong],
+        penalised_trace=trace.id if trace is not None else None,
+        edges_updated=len(learned.edges) if trace is not None and learned else 0,
+    )
+
+
+def _pending_one(row_id: int, text: str) -> Pending:
+    store_text = (text,)
+    return Pending(
+        keys=(("node", row_id),),
+        conversations=(0,),
+        texts=store_text,
+        hashes=(text_hash(text),),
+        slots=(0,),
+        to_embed=store_text,
+    )
+
+
+def _merge(first: Sequence[EdgeWrite], then: Sequence[EdgeWrite]) -> list[EdgeWrite]:
+    """Edge writes with later writes to the same edge replacing earlier ones."""
+    merged = {(e.source, e.target): e for e in first}
+    merged.update({(e.source, e.target): e for e in then})
+    return list(merged.values())
+
+
+# -- learn --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LearnResult:
+    """What an outcome changed."""
+
+    trace_id: str
+    edges_updated: int
+    advantage: float
+    baseline: float
+
+
+def learn(
+    store: Store,
+    graph: Graph,
+    outcome: float,
+    trace_id: str | None = None,
+    chat_id: str | None = None,
+) -> LearnResult:
+    """Credit ``outcome`` to a trace (by id, else the chat's latest, else the latest)."""
+    if not -1.0 <= outcome <= 1.0:
+        raise InvalidInput("outcome", "must be between -1 and 1")
+    graph.refresh(store)
+    with store.transaction():
+        trace = find_trace(store, trace_id, chat_id)
+        before = graph_epoch(store)
+        result = _credit(store, graph, trace, outcome)
+        write_edges(store, result.edges)
+        mark_learned(store, trace.row_id, outcome)
+        after = bump_epoch(store)
+    if graph.applied(before, after):
+        graph.set_edges(result.edges)
+    return LearnResult(trace.id, len(result.edges), result.advantage, result.baseline)
+
+
+def _credit(
+    store: Store,
+    graph: Graph,
+    trace: Trace,
+    outcome: float,
+    extra: Sequence[EdgeWrite] = (),
+) -> Credit:
+    """Credit for ``outcome`` on ``trace``; stores the new baseline (in the transaction)."""
+    baseline = float(store.scalar("SELECT value FROM meta WHERE key = ?", (_BASELINE_KEY,)) or 0.0)
+    pending = {(e.source, e.target): e.weight for e in extra}
+
+    def weight_of(source: int, target: int) -> float | None:
+        if (source, target) in pending:
+            return pending[(source, target)]
+        return graph.out.get(source, {}).get(target)
+
+    kinds = _edge_kinds(store, trace)
+    result = credit(
+        trace.steps,
+        outcome,
+        baseline,
+        weight_of,
+        lambda s, t: kinds.get((s, t), "learned"),
+        lambda n: graph.authority.get(n) == "constitutional",
+    )
+    store.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (_BASELINE_KEY, repr(result.baseline)),
+    )
+    return result
+
+
+def _edge_kinds(store: Store, trace: Trace) -> dict[tuple[int, int], str]:
+    pairs: list[Any] = [[s.source, s.target] for s in trace.steps]
+    if not pairs:
+        return {}
+    rows = store.execute(
+        "SELECT e.source, e.target, e.kind FROM json_each(?) j "
+        "JOIN edges e ON e.source = j.value ->> 0 AND e.target = j.value ->> 1",
+        (orjson.dumps(pairs),),
+    )
+    return {(int(r[0]), int(r[1])): str(r[2]) for r in rows}
