@@ -17,7 +17,9 @@ from typing import Any
 from brain import MessageIn
 from brain.assemble import AssembleOptions
 from brain.compaction import CompactionReport
+from brain.graph import NewNode
 from brain.search import GrepOptions, Mode, Scope
+from brain.traverse import TraverseOptions
 from daemon.context import Context
 from protocol.methods import (
     AssembleParams,
@@ -26,11 +28,15 @@ from protocol.methods import (
     GrantParams,
     GrepParams,
     IngestParams,
+    LearnParams,
     LookupParams,
     Message,
     NoParams,
+    QueryParams,
     RevokeParams,
     SuppressParams,
+    TeachParams,
+    TraceParams,
 )
 
 HandlerFn = Callable[[Context, Any], Awaitable[Any]]
@@ -192,6 +198,59 @@ _GREP_MODES: dict[str, Mode] = {
 }
 
 
+async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
+    """Retrieve from the learned graph: fired nodes, the context block, the trace id."""
+    options = TraverseOptions(
+        top_k=params.top_k, max_hops=params.max_hops, max_chars=params.max_chars
+    )
+    result = await ctx.db(
+        ctx.brain.query, params.query, chat_id=params.chat_id, options=options, record=params.record
+    )
+    return {
+        "trace_id": result.trace_id or None,
+        "fired_nodes": [f.id for f in result.fired],
+        "nodes": [dataclasses.asdict(f) for f in result.fired],
+        "context": result.context,
+        "seeds": [[node, round(score, 6)] for node, score in result.seeds],
+        "inhibited": result.inhibited,
+        **result.timings,
+    }
+
+
+async def teach(ctx: Context, params: TeachParams) -> dict[str, Any]:
+    """Add a node; a correction with a chat also corrects that chat's latest trace."""
+    node = NewNode(
+        kind=params.kind,  # type: ignore[arg-type]  # validated against TEACH_KINDS
+        text=params.content,
+        authority=params.authority,  # type: ignore[arg-type]  # validated
+        metadata=params.metadata or {},
+        dedup_key=params.dedup_key,
+    )
+    result = await ctx.db(ctx.brain.teach, node, chat_id=params.chat_id)
+    return dataclasses.asdict(result)
+
+
+async def learn(ctx: Context, params: LearnParams) -> dict[str, Any]:
+    """Credit an outcome to the steps a trace took."""
+    result = await ctx.db(
+        ctx.brain.learn, params.outcome, trace_id=params.trace_id, chat_id=params.chat_id
+    )
+    return dataclasses.asdict(result)
+
+
+async def trace(ctx: Context, params: TraceParams) -> dict[str, Any]:
+    """A stored trace: by id, the chat's latest, or the latest."""
+    result: dict[str, Any] = await ctx.db(
+        ctx.brain.trace, trace_id=params.trace_id, chat_id=params.chat_id
+    )
+    return result
+
+
+def _chat_lane(params: Any) -> str | None:
+    chat = getattr(params, "chat_id", None)
+    return None if chat is None else f"chat:{chat}"
+
+
 async def suppress(ctx: Context, params: SuppressParams) -> dict[str, Any]:
     """Hide messages or summaries (nothing is deleted)."""
     result = await ctx.db(ctx.brain.suppress, params.ids, session=params.session)
@@ -293,6 +352,11 @@ HANDLERS: dict[str, Handler] = {
     "unsuppress": Handler(unsuppress, _session_lane, mutates=True),
     "grant": Handler(grant, _no_lane, mutates=True),
     "revoke": Handler(revoke, _no_lane, mutates=True),
+    "query": Handler(query, _chat_lane, mutates=True),
+    "teach": Handler(teach, _chat_lane, mutates=True),
+    "correction": Handler(teach, _chat_lane, mutates=True),
+    "learn": Handler(learn, _chat_lane, mutates=True),
+    "trace": Handler(trace, _chat_lane),
     "save": Handler(save, _no_lane),
     "reload": Handler(reload, _no_lane),
     "shutdown": Handler(shutdown, _no_lane),

@@ -307,6 +307,132 @@ class GrepParams:
         )
 
 
+TEACH_KINDS: Final = ("teaching", "correction", "directive")
+AUTHORITIES: Final = ("constitutional", "canonical", "overlay")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryParams:
+    """``query``: ``{"query", "chat_id"?, "top_k"?, "max_hops"?, "max_chars"?, "record"?}``.
+
+    Retrieval from the learned graph. ``chat_id`` files the trace under a chat so
+    ``learn``/``correction`` can find it; ``record: false`` answers without storing
+    a trace (nothing to learn from then).
+    """
+
+    query: str
+    chat_id: str | None = None
+    top_k: int = 8
+    max_hops: int = 3
+    max_chars: int = 6_000
+    record: bool = True
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        query = f.required_str("query", max_len=16_384)
+        chat_id = f.optional_str("chat_id", max_len=MAX_ID_LEN)
+        top_k = f.optional_int("top_k", default=8, minimum=1, maximum=256)
+        max_hops = f.optional_int("max_hops", default=3, minimum=0, maximum=16)
+        max_chars = f.optional_int("max_chars", default=6_000, minimum=1, maximum=1_000_000)
+        record = f.optional_bool("record", default=True)
+        f.done()
+        return cls(query, chat_id, top_k, max_hops, max_chars, record)
+
+
+@dataclass(frozen=True, slots=True)
+class TeachParams:
+    """``teach``: ``{"content", "kind"?, "chat_id"?, "authority"?, "dedup_key"?, "metadata"?}``.
+
+    ``kind``: teaching (default), correction or directive. A correction with
+    ``chat_id`` also penalises that chat's latest trace and inhibits what fired.
+    ``dedup_key`` makes a second teach of the same key return the first node.
+    """
+
+    content: str
+    kind: str = "teaching"
+    chat_id: str | None = None
+    authority: str = "overlay"
+    dedup_key: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        return cls._parse(Fields(obj), None)
+
+    @classmethod
+    def _parse(cls, f: Fields, kind: str | None) -> Self:
+        content = f.required_str("content", max_len=262_144)
+        if not content.strip():
+            raise InvalidParams("params.content: must not be blank")
+        if kind is None:
+            kind = f.optional_str("kind") or "teaching"
+            if kind not in TEACH_KINDS:
+                raise InvalidParams(f"params.kind: must be one of {', '.join(TEACH_KINDS)}")
+        chat_id = f.optional_str("chat_id", max_len=MAX_ID_LEN)
+        authority = f.optional_str("authority") or "overlay"
+        if authority not in AUTHORITIES:
+            raise InvalidParams(f"params.authority: must be one of {', '.join(AUTHORITIES)}")
+        dedup_key = f.optional_str("dedup_key", max_len=MAX_ID_LEN)
+        metadata = f.raw("metadata")
+        if metadata is not None:
+            if not isinstance(metadata, dict):
+                raise InvalidParams("params.metadata: must be an object")
+            _check_depth(metadata, "params.metadata")
+        f.done()
+        return cls(content, kind, chat_id, authority, dedup_key, metadata)
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectionParams(TeachParams):
+    """``correction``: ``teach`` with kind correction: ``{"content", "chat_id"?, ...}``."""
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        return cls._parse(Fields(obj), "correction")
+
+
+@dataclass(frozen=True, slots=True)
+class LearnParams:
+    """``learn``: ``{"outcome", "trace_id"? | "chat_id"?}``; outcome in [-1, 1].
+
+    Without either id the latest trace of all is credited.
+    """
+
+    outcome: float
+    trace_id: str | None = None
+    chat_id: str | None = None
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        outcome = f.optional_number("outcome")
+        if outcome is None:
+            raise InvalidParams("params.outcome: required")
+        if not -1.0 <= outcome <= 1.0:
+            raise InvalidParams("params.outcome: must be between -1 and 1")
+        trace_id = f.optional_str("trace_id", max_len=MAX_ID_LEN)
+        chat_id = f.optional_str("chat_id", max_len=MAX_ID_LEN)
+        f.done()
+        return cls(outcome, trace_id, chat_id)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceParams:
+    """``trace``: ``{"trace_id"? | "chat_id"?}``; neither: the latest trace of all."""
+
+    trace_id: str | None = None
+    chat_id: str | None = None
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        trace_id = f.optional_str("trace_id", max_len=MAX_ID_LEN)
+        chat_id = f.optional_str("chat_id", max_len=MAX_ID_LEN)
+        f.done()
+        return cls(trace_id, chat_id)
+
+
 @dataclass(frozen=True, slots=True)
 class ExpandQueryParams:
     """``expand_query``: ``{"prompt", "session" | "all": true, "summary_ids"?, "query"?, ...}``.
@@ -440,6 +566,11 @@ METHODS: Final[dict[str, MethodSpec]] = {
     ),
     "grant": MethodSpec(GrantParams, "scoped, budgeted, expiring access for a sub-agent"),
     "revoke": MethodSpec(RevokeParams, "end a grant now (idempotent)"),
+    "query": MethodSpec(QueryParams, "retrieve from the learned graph; records a trace"),
+    "teach": MethodSpec(TeachParams, "add a teaching, correction or directive node"),
+    "correction": MethodSpec(CorrectionParams, "teach a correction; penalise the chat's trace"),
+    "learn": MethodSpec(LearnParams, "credit an outcome to a trace's steps"),
+    "trace": MethodSpec(TraceParams, "a query's seeds, steps and fired nodes"),
     "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
     "reload": MethodSpec(NoParams, "reopen the database and rebuild hot state"),
     "shutdown": MethodSpec(NoParams, "finish in-flight requests, flush, exit 0"),

@@ -1,0 +1,52 @@
+"""The learned graph through a real daemon: teach, query, correction, learn, trace, restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.e2e.conftest import Spawn, serve_argv
+
+
+def test_teach_query_correct_and_learn_over_the_protocol_and_across_a_restart(
+    db_path: Path, spawn: Spawn
+) -> None:
+    first = spawn(serve_argv(db_path))
+    taught = first.call(
+        1, "teach", {"content": "The staging cluster is called kestrel", "dedup_key": "k"}
+    )["result"]
+    assert taught["created"] is True
+    node = taught["node_id"]
+    again = first.call(2, "teach", {"content": "kestrel again", "dedup_key": "k"})["result"]
+    assert again["node_id"] == node
+    assert again["created"] is False
+    found = first.call(3, "query", {"query": "which staging cluster?", "chat_id": "c1"})["result"]
+    assert found["fired_nodes"] == [node]
+    assert "kestrel" in found["context"]
+    assert found["seeds"][0][0] == node
+    assert {"embed_query_ms", "traverse_ms", "total_ms"} <= set(found)
+    fix = first.call(
+        4, "correction", {"content": "Staging moved to the osprey cluster", "chat_id": "c1"}
+    )["result"]
+    assert fix["penalised_trace"] == found["trace_id"]
+    assert fix["inhibited"] == [node]
+    info = first.call(5, "info")["result"]
+    assert info["nodes"] == 2
+    assert info["edges"] >= 1
+    code, _ = first.finish()
+    assert code == 0
+
+    second = spawn(serve_argv(db_path))
+    trace = second.call(6, "trace", {"chat_id": "c1"})["result"]
+    assert trace["trace_id"] == found["trace_id"]
+    after = second.call(7, "query", {"query": "which staging cluster?", "chat_id": "c1"})
+    fired = after["result"]["fired_nodes"]
+    assert fired[0] == fix["node_id"]
+    assert node not in fired
+    learned = second.call(8, "learn", {"outcome": 1, "chat_id": "c1"})["result"]
+    assert learned["trace_id"] == after["result"]["trace_id"]
+    bad = second.call(9, "learn", {"outcome": 3})
+    assert bad["error"]["code"] == -32602
+    missing = second.call(10, "trace", {"trace_id": "tr_0000000000000000"})
+    assert missing["error"]["code"] == -32001
+    code, _ = second.finish()
+    assert code == 0
