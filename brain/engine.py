@@ -30,6 +30,7 @@ from brain.files import read_file, stray_files
 from brain.grants import Grant, Reach
 from brain.graph import Graph, NewNode
 from brain.ingest import GENERATED_ID, IngestResult, ingest
+from brain.maintain import TASKS, Health, MaintainOptions, MaintainReport, health, maintain
 from brain.recall import answer, gather
 from brain.retrieval import LearnResult, QueryResult, TeachResult, learn, run_query, teach
 from brain.search import GrepOptions, Hit, Nearest, grep
@@ -253,6 +254,29 @@ class Brain:
         with self._lock:
             self._graph.refresh(self._store)
             return trace_view(find_trace(self._store, trace_id, chat_id), self._graph.public)
+
+    def maintain(
+        self,
+        tasks: Sequence[str] = TASKS,
+        *,
+        dry_run: bool = False,
+        options: MaintainOptions | None = None,
+    ) -> MaintainReport:
+        """Run the graph's slow loop (``brain.maintain``); ``dry_run`` writes nothing.
+
+        The mirror is reloaded before the next answer; the graph's vector index
+        reloads by itself when maintenance deleted vectors (their epoch moved).
+        """
+        with self._lock:
+            try:
+                return maintain(self._store, self._graph, tasks, dry_run=dry_run, options=options)
+            finally:
+                self._graph.invalidate()
+
+    def health(self) -> Health:
+        """The retrieval graph's shape now (``brain.maintain.health``)."""
+        with self._lock:
+            return health(self._store)
 
     # -- reads --------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from brain.embedders import Embedder
 from brain.errors import EmbedderMismatch
 from brain.store import Store
 
-__all__ = ["Pending", "VectorIndex", "stored_identity", "text_hash"]
+__all__ = ["Pending", "VectorIndex", "note_vectors_changed", "stored_identity", "text_hash"]
 
 Kind = Literal["message", "summary", "node"]
 _KINDS: Final[tuple[Kind, Kind, Kind]] = ("message", "summary", "node")
@@ -558,3 +558,13 @@ def _bump_epochs(store: Store, kinds: Sequence[Kind]) -> None:
             "SET value = CAST(value AS INTEGER) + 1",
             (_EPOCH_KEY + kind,),
         )
+
+
+def note_vectors_changed(store: Store, kinds: Sequence[Kind]) -> None:
+    """Count a write to ``kinds``' vectors made outside an index (inside its transaction).
+
+    Code that deletes vector rows directly (maintenance merging or pruning nodes)
+    calls this, so every process's index holding those kinds reloads before its
+    next search instead of returning rows that are gone.
+    """
+    _bump_epochs(store, kinds)
