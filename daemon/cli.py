@@ -85,6 +85,47 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _maintain(config: DaemonConfig, args: argparse.Namespace) -> int:
+    """Run the graph's slow loop in this process; safe while a daemon serves the database.
+
+    Writes go in chunks of short transactions (WAL and the busy timeout let the
+    daemon's requests in between), each bumping the graph epoch, so the daemon's
+    mirror and vector index reload before they answer again.
+    """
+    from brain.errors import BrainError
+    from brain.maintain import TASKS, MaintainOptions
+    from daemon.runner import open_brain
+
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else TASKS
+    try:
+        options = MaintainOptions(half_life_days=args.half_life_days, prune_below=args.prune_below)
+        brain = open_brain(config)
+    except Exception as exc:  # bad knobs, cannot open the database, etc.
+        print(f"brain maintain: {exc}", file=sys.stderr)
+        return 1
+    try:
+        report = brain.maintain(tasks, dry_run=args.dry_run, options=options)
+    except BrainError as exc:
+        print(f"brain maintain: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        brain.close()
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(report.to_dict()) + b"\n")
+        return 0
+    before, after = report.health_before, report.health_after
+    print(
+        f"{'dry run: ' if report.dry_run else ''}nodes {before.nodes} -> {after.nodes}, "
+        f"edges {before.edges} -> {after.edges}, orphans {before.orphans} -> {after.orphans}, "
+        f"dormant {before.dormant_share:.1%} -> {after.dormant_share:.1%} "
+        f"({report.took_ms:.0f} ms)"
+    )
+    for name, task in report.tasks.items():
+        counts = ", ".join(f"{k} {v}" for k, v in task.items() if k not in ("ids", "took_ms"))
+        print(f"  {name}: {counts}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="brain", description="Memory daemon for AI agents (NDJSON over stdio)."
@@ -96,7 +137,22 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("method", help="method name, e.g. info")
     call.add_argument("params", nargs="?", help="params as JSON ('-' reads stdin)")
     call.set_defaults(func=_call)
-    for p in (serve, call):
+    maintain = sub.add_parser(
+        "maintain", help="decay, merge, prune, connect and scale the retrieval graph"
+    )
+    maintain.add_argument(
+        "--tasks", help="comma-separated: health,decay,merge,prune,connect,scale (default all)"
+    )
+    maintain.add_argument("--dry-run", action="store_true", help="report, write nothing")
+    maintain.add_argument(
+        "--half-life-days", type=float, default=14.0, help="edge decay half-life (default 14)"
+    )
+    maintain.add_argument(
+        "--prune-below", type=float, default=0.05, help="prune edges weaker (default 0.05)"
+    )
+    maintain.add_argument("--json", action="store_true", help="print the report as JSON")
+    maintain.set_defaults(func=_maintain)
+    for p in (serve, call, maintain):
         p.add_argument("--config", help="TOML config file (default $BRAIN_CONFIG)")
         for option in OPTIONS:
             p.add_argument(

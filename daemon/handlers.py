@@ -18,6 +18,7 @@ from brain import MessageIn
 from brain.assemble import AssembleOptions
 from brain.compaction import CompactionReport
 from brain.graph import NewNode
+from brain.maintain import MaintainOptions
 from brain.search import GrepOptions, Mode, Scope
 from brain.traverse import TraverseOptions
 from daemon.context import Context
@@ -30,6 +31,7 @@ from protocol.methods import (
     IngestParams,
     LearnParams,
     LookupParams,
+    MaintainParams,
     Message,
     NoParams,
     QueryParams,
@@ -246,6 +248,20 @@ async def trace(ctx: Context, params: TraceParams) -> dict[str, Any]:
     return result
 
 
+async def maintain(ctx: Context, params: MaintainParams) -> dict[str, Any]:
+    """The graph's slow loop, in a worker thread (ping is answered meanwhile)."""
+    options = MaintainOptions(**dict(params.knobs))  # type: ignore[arg-type]
+    report = await ctx.db(ctx.brain.maintain, params.tasks, dry_run=params.dry_run, options=options)
+    out = report.to_dict()
+    out.pop("took_ms")
+    return {**out, "took_ms": report.took_ms}
+
+
+async def health(ctx: Context, params: NoParams) -> dict[str, Any]:
+    """The retrieval graph's shape, read fresh."""
+    return dataclasses.asdict(await ctx.db(ctx.brain.health))
+
+
 def _chat_lane(params: Any) -> str | None:
     chat = getattr(params, "chat_id", None)
     return None if chat is None else f"chat:{chat}"
@@ -357,6 +373,8 @@ HANDLERS: dict[str, Handler] = {
     "correction": Handler(teach, _chat_lane, mutates=True),
     "learn": Handler(learn, _chat_lane, mutates=True),
     "trace": Handler(trace, _chat_lane),
+    "maintain": Handler(maintain, _no_lane, mutates=True),
+    "health": Handler(health, _no_lane),
     "save": Handler(save, _no_lane),
     "reload": Handler(reload, _no_lane),
     "shutdown": Handler(shutdown, _no_lane),

@@ -542,6 +542,60 @@ class RevokeParams:
         return cls(grant_id)
 
 
+MAINTAIN_TASKS: Final = ("health", "decay", "merge", "prune", "connect", "scale")
+"""The slow loop's tasks in the order they run (``brain.maintain.TASKS``)."""
+_MAINTAIN_RATIOS: Final = ("merge_similarity", "prune_below", "connect_similarity")
+_MAINTAIN_POSITIVE: Final = ("half_life_days", "orphan_days", "scale_budget")
+_MAINTAIN_COUNTS: Final = ("cofire_traces", "connect_k")
+
+
+@dataclass(frozen=True, slots=True)
+class MaintainParams:
+    """``maintain``: ``{"tasks"?, "dry_run"?, knobs...}``; absent knobs keep their defaults.
+
+    ``tasks`` names some of ``MAINTAIN_TASKS`` (default: all; they always run in
+    that order). Knobs: ``half_life_days``, ``orphan_days``, ``scale_budget``
+    (positive), ``merge_similarity``, ``prune_below``, ``connect_similarity``
+    (0..1), ``cofire_traces`` (>= 1) and ``connect_k`` (>= 0).
+    """
+
+    tasks: tuple[str, ...] = MAINTAIN_TASKS
+    dry_run: bool = False
+    knobs: tuple[tuple[str, float | int], ...] = ()
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        raw = f.optional_list("tasks", max_items=len(MAINTAIN_TASKS))
+        tasks: tuple[str, ...] = MAINTAIN_TASKS
+        if raw is not None:
+            for i, name in enumerate(raw):
+                if name not in MAINTAIN_TASKS:
+                    raise InvalidParams(
+                        f"{f.path('tasks')}[{i}]: must be one of {', '.join(MAINTAIN_TASKS)}"
+                    )
+            tasks = tuple(t for t in MAINTAIN_TASKS if t in raw)
+        dry_run = f.optional_bool("dry_run", default=False)
+        knobs: list[tuple[str, float | int]] = []
+        for name in _MAINTAIN_RATIOS + _MAINTAIN_POSITIVE:
+            value = f.optional_number(name)
+            if value is None:
+                continue
+            if name in _MAINTAIN_RATIOS and not 0.0 <= value <= 1.0:
+                raise InvalidParams(f"{f.path(name)}: must be between 0 and 1")
+            if name in _MAINTAIN_POSITIVE and value <= 0:
+                raise InvalidParams(f"{f.path(name)}: must be positive")
+            knobs.append((name, value))
+        for name in _MAINTAIN_COUNTS:
+            if f.raw(name) is not None:
+                minimum = 1 if name == "cofire_traces" else 0
+                knobs.append(
+                    (name, f.optional_int(name, default=0, minimum=minimum, maximum=1_000))
+                )
+        f.done()
+        return cls(tasks, dry_run, tuple(knobs))
+
+
 @dataclass(frozen=True, slots=True)
 class MethodSpec:
     """A method's params type and a one-line description for the reference."""
@@ -571,6 +625,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "correction": MethodSpec(CorrectionParams, "teach a correction; penalise the chat's trace"),
     "learn": MethodSpec(LearnParams, "credit an outcome to a trace's steps"),
     "trace": MethodSpec(TraceParams, "a query's seeds, steps and fired nodes"),
+    "maintain": MethodSpec(MaintainParams, "decay, merge, prune, connect and scale the graph"),
+    "health": MethodSpec(NoParams, "the retrieval graph's shape: counts, tiers, orphans"),
     "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
     "reload": MethodSpec(NoParams, "reopen the database and rebuild hot state"),
     "shutdown": MethodSpec(NoParams, "finish in-flight requests, flush, exit 0"),

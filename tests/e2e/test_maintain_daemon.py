@@ -1,0 +1,107 @@
+"""Maintenance against a live daemon: ``brain maintain`` in another process, and the method."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import orjson
+
+from tests.e2e.conftest import (
+    BRAIN,
+    DEADLINE,
+    Spawn,
+    ingest_frame,
+    integrity,
+    serve_argv,
+    stored_client_ids,
+    user_message,
+)
+
+NOVA = "the staging database lives on host nova"
+
+
+def test_brain_maintain_beside_a_serving_daemon_merges_prunes_and_loses_no_write(
+    db_path: Path, spawn: Spawn
+) -> None:
+    daemon = spawn(serve_argv(db_path, "--embedder", "hash"))
+    first = daemon.call(1, "teach", {"content": NOVA})["result"]
+    twin = daemon.call(2, "teach", {"content": NOVA})["result"]  # no dedup key: a duplicate
+    other = daemon.call(3, "teach", {"content": "lunch is at noon on fridays"})["result"]
+    related = daemon.call(12, "teach", {"content": "the staging database on nova is backed up"})
+    assert related["result"]["connected"]  # an edge for prune to take, besides the twins'
+    before = daemon.call(4, "query", {"query": "where does the staging database live"})
+    assert {first["node_id"], twin["node_id"]} <= set(before["result"]["fired_nodes"])
+    assert daemon.call(5, "info")["result"]["edges"] >= 2
+
+    # A half-life of under a millisecond decays every fresh edge below the prune threshold.
+    maintain = subprocess.Popen(
+        [
+            str(BRAIN),
+            "maintain",
+            "--db",
+            str(db_path),
+            "--embedder",
+            "hash",
+            "--tasks",
+            "decay,merge,prune",
+            "--half-life-days",
+            "0.00000001",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    # The daemon keeps writing while maintenance runs.
+    for i in range(20):
+        daemon.send(ingest_frame(100 + i, "s", [user_message(i)]))
+    answers = daemon.frames(20)
+    assert all("result" in a for a in answers), answers
+    out, err = maintain.communicate(timeout=DEADLINE)
+    assert maintain.returncode == 0, err.decode()
+    report = orjson.loads(out)
+    assert report["tasks"]["merge"]["ids"] == [twin["node_id"]]
+    assert report["tasks"]["prune"]["edges"] >= 2
+    assert report["health_after"]["nodes"] == 3
+
+    # The daemon's next answers reflect it: its mirror and vector index reload.
+    info = daemon.call(6, "info")["result"]
+    assert (info["nodes"], info["edges"]) == (3, 0)
+    after = daemon.call(7, "query", {"query": "where does the staging database live"})["result"]
+    assert twin["node_id"] not in after["fired_nodes"]
+    assert after["fired_nodes"][0] == first["node_id"]
+    health = daemon.call(8, "health")["result"]
+    assert (health["nodes"], health["edges"], health["orphans"]) == (3, 0, 3)
+    later = daemon.call(9, "teach", {"content": "the staging database backups run nightly"})
+    assert later["result"]["created"] is True
+    assert daemon.call(10, "info")["result"]["nodes"] == 4
+    assert (
+        other["node_id"]
+        in daemon.call(11, "query", {"query": "lunch on fridays"})["result"]["fired_nodes"]
+    )
+    code, _ = daemon.finish()
+    assert code == 0
+    assert stored_client_ids(db_path, "s") == [f"m{i:04d}" for i in range(20)]
+    assert integrity(db_path) == [("ok",)]
+
+
+def test_the_maintain_method_reports_a_dry_run_then_does_it(db_path: Path, spawn: Spawn) -> None:
+    daemon = spawn(serve_argv(db_path, "--embedder", "hash"))
+    daemon.call(1, "teach", {"content": NOVA})
+    daemon.call(2, "teach", {"content": NOVA})
+    dry = daemon.call(3, "maintain", {"dry_run": True, "tasks": ["merge", "health"]})["result"]
+    assert dry["dry_run"] is True
+    assert list(dry["tasks"]) == ["merge"]
+    assert dry["tasks"]["merge"]["merged"] == 1
+    assert dry["health_after"]["nodes"] == 1
+    assert daemon.call(4, "info")["result"]["nodes"] == 2
+    done = daemon.call(5, "maintain", {"tasks": ["merge"]})["result"]
+    assert done["tasks"]["merge"]["ids"] == dry["tasks"]["merge"]["ids"]
+    assert daemon.call(6, "info")["result"]["nodes"] == 1
+    assert daemon.call(7, "ping")["result"] == {"pong": True}
+    bad = daemon.call(8, "maintain", {"tasks": ["defrag"]})
+    assert bad["error"]["code"] == -32602
+    bad_knob = daemon.call(9, "maintain", {"merge_similarity": 2})
+    assert bad_knob["error"]["code"] == -32602
+    code, _ = daemon.finish()
+    assert code == 0
