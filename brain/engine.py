@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from brain.content import MessageIn, normalize_time, restore
 from brain.context import conversation
 from brain.describe import describe, expand
 from brain.embedders import Embedder, default_embedder
-from brain.errors import InvalidInput, NotFound, ProviderError
+from brain.errors import EmbedderMismatch, InvalidInput, NotFound, ProviderError
 from brain.files import read_file, stray_files
 from brain.grants import Grant, Reach
 from brain.graph import Graph, NewNode
@@ -37,6 +37,15 @@ from brain.search import GrepOptions, Hit, Nearest, grep
 from brain.store import Store, open_store
 from brain.summarize import ExtractiveSummarizer, Summarizer
 from brain.suppress import SuppressResult, set_suppressed
+from brain.sync import (
+    CHUNK_CHARS,
+    SyncReport,
+    pending_nodes,
+    read_workspace,
+    remove_missing,
+    sync_file,
+    workspace_nodes,
+)
 from brain.traces import find_trace, trace_view
 from brain.traverse import TraverseOptions
 from brain.vectors import VectorIndex, stored_identity
@@ -241,6 +250,92 @@ class Brain:
         with self._lock:
             index = self._graph_vectors(embedder)
             return teach(self._store, self._graph, index, node, vector, embedded, chat_id)
+
+    def sync(
+        self,
+        workspace: str | Path,
+        paths: Sequence[str | Path] = (),
+        authority: Mapping[str, str] | None = None,
+        *,
+        embed: bool = True,
+        max_chars: int = CHUNK_CHARS,
+    ) -> SyncReport:
+        """Index a workspace's markdown as chunk nodes, incrementally (``brain.sync``).
+
+        Files are read with no lock held; each file is then one short transaction
+        under the lock, so requests and other processes' writes go on between files.
+        With ``embed`` the nodes this sync added are embedded before it returns (a
+        query right after finds them), in batches, outside the lock, unless the
+        database's vectors belong to another embedder: then, as when the provider
+        fails, they stay queued for the background embedder of the process that
+        owns the index. A sync never switches the database's embedder.
+        """
+        started = time.perf_counter()
+        read = read_workspace(workspace, paths, authority, max_chars=max_chars)
+        added = kept = moved = removed = edges = 0
+        new_rows: list[int] = []
+        for file in read.files:
+            with self._lock:
+                done = sync_file(self._store, read.root, file)
+            added, kept, moved = added + done.added, kept + done.kept, moved + done.moved
+            removed, edges = removed + done.removed, edges + done.edges
+            new_rows.extend(done.new_rows)
+        sources = [f.source for f in read.files]
+        while True:
+            with self._lock:
+                gone, left = remove_missing(self._store, read.root, sources)
+            removed += gone
+            if not left:
+                break
+        embedded = self._embed_nodes(new_rows) if embed and new_rows else 0
+        with self._lock:
+            nodes = workspace_nodes(self._store, read.root)
+        return SyncReport(
+            workspace=str(read.root),
+            files=len(read.files),
+            added=added,
+            kept=kept,
+            moved=moved,
+            removed=removed,
+            nodes=nodes,
+            edges=edges,
+            embedded=embedded,
+            pending=len(new_rows) - embedded,
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+
+    def _embed_nodes(self, row_ids: Sequence[int], batch: int = 256) -> int:
+        """Embed the queued nodes among ``row_ids`` now; how many got a vector.
+
+        Skipped (left queued) when the stored vectors are another embedder's; a
+        provider failure or an embedder switch meanwhile stops it, leaving the rest
+        queued: the nodes are stored either way, only their vectors wait.
+        """
+        embedder = self.embedder
+        try:
+            _learn_dim(embedder)
+        except ProviderError:
+            return 0
+        with self._lock:
+            stored = stored_identity(self._store)
+            if stored is not None and stored != (embedder.name, str(embedder.dim)):
+                return 0
+            index = self._graph_vectors(embedder)
+        done = 0
+        for at in range(0, len(row_ids), batch):
+            with self._lock:
+                pending = pending_nodes(self._store, row_ids[at : at + batch])
+            try:
+                vectors = (
+                    embedder.embed(list(pending.to_embed))
+                    if pending.to_embed
+                    else np.zeros((0, index.dim), dtype=np.float32)
+                )
+                with self._lock:
+                    done += index.put(self._store, pending, vectors)
+            except (ProviderError, EmbedderMismatch):
+                break
+        return done
 
     def learn(
         self, outcome: float, *, trace_id: str | None = None, chat_id: str | None = None

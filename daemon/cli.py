@@ -1,4 +1,5 @@
-"""The ``brain`` command: ``brain serve`` (the daemon) and ``brain call`` (one request).
+"""The ``brain`` command: ``brain serve`` (the daemon), ``brain call`` (one request)
+and ``brain sync`` (index a workspace's markdown into the graph).
 
 ``python -m daemon [options]`` is ``brain serve [options]``.
 """
@@ -126,6 +127,42 @@ def _maintain(config: DaemonConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _sync(config: DaemonConfig, args: argparse.Namespace) -> int:
+    """Sync a workspace in this process; safe while a daemon serves the same database.
+
+    Each file is its own short transaction (WAL and the busy timeout let the
+    daemon's requests in between), and the daemon's mirror and vector index
+    notice the new epochs and reload before they answer again.
+    """
+    import dataclasses
+
+    from brain.errors import BrainError
+    from daemon.runner import open_brain
+
+    try:
+        brain = open_brain(config)
+    except Exception as exc:  # cannot open the database, etc.
+        print(f"brain sync: {exc}", file=sys.stderr)
+        return 1
+    try:
+        report = brain.sync(args.workspace, args.path)
+    except BrainError as exc:
+        print(f"brain sync: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        brain.close()
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(dataclasses.asdict(report)) + b"\n")
+    else:
+        print(
+            f"{report.workspace}: {report.files} files; chunks {report.added} added, "
+            f"{report.kept} kept, {report.moved} moved, {report.removed} removed; "
+            f"{report.nodes} nodes; {report.embedded} embedded, {report.pending} pending "
+            f"({report.took_ms:.0f} ms)"
+        )
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="brain", description="Memory daemon for AI agents (NDJSON over stdio)."
@@ -137,6 +174,16 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("method", help="method name, e.g. info")
     call.add_argument("params", nargs="?", help="params as JSON ('-' reads stdin)")
     call.set_defaults(func=_call)
+    sync = sub.add_parser("sync", help="index a workspace's markdown files into the graph")
+    sync.add_argument("--workspace", required=True, help="the workspace directory")
+    sync.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        help="an extra file or directory to index (repeatable; relative to the workspace)",
+    )
+    sync.add_argument("--json", action="store_true", help="print the report as JSON")
+    sync.set_defaults(func=_sync)
     maintain = sub.add_parser(
         "maintain", help="decay, merge, prune, connect and scale the retrieval graph"
     )
@@ -152,7 +199,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     maintain.add_argument("--json", action="store_true", help="print the report as JSON")
     maintain.set_defaults(func=_maintain)
-    for p in (serve, call, maintain):
+    for p in (serve, call, sync, maintain):
         p.add_argument("--config", help="TOML config file (default $BRAIN_CONFIG)")
         for option in OPTIONS:
             p.add_argument(

@@ -37,6 +37,7 @@ from protocol.methods import (
     QueryParams,
     RevokeParams,
     SuppressParams,
+    SyncParams,
     TeachParams,
     TraceParams,
 )
@@ -262,6 +263,19 @@ async def health(ctx: Context, params: NoParams) -> dict[str, Any]:
     return dataclasses.asdict(await ctx.db(ctx.brain.health))
 
 
+async def sync(ctx: Context, params: SyncParams) -> dict[str, Any]:
+    """Index a workspace's markdown as chunk nodes; new chunks are embedded before the answer."""
+    report = await ctx.db(
+        ctx.brain.sync, params.workspace, params.paths, dict(params.authority) or None
+    )
+    return dataclasses.asdict(report)
+
+
+def _workspace_lane(params: Any) -> str | None:
+    # Two syncs of one workspace run in order; other requests need not wait for them.
+    return f"workspace:{params.workspace}"
+
+
 def _chat_lane(params: Any) -> str | None:
     chat = getattr(params, "chat_id", None)
     return None if chat is None else f"chat:{chat}"
@@ -373,6 +387,7 @@ HANDLERS: dict[str, Handler] = {
     "correction": Handler(teach, _chat_lane, mutates=True),
     "learn": Handler(learn, _chat_lane, mutates=True),
     "trace": Handler(trace, _chat_lane),
+    "sync": Handler(sync, _workspace_lane, mutates=True),
     "maintain": Handler(maintain, _no_lane, mutates=True),
     "health": Handler(health, _no_lane),
     "save": Handler(save, _no_lane),

@@ -433,6 +433,49 @@ class TraceParams:
         return cls(trace_id, chat_id)
 
 
+MAX_PATH_LEN: Final = 4_096
+
+
+@dataclass(frozen=True, slots=True)
+class SyncParams:
+    """``sync``: ``{"workspace", "paths"?, "authority"?}``.
+
+    ``workspace`` is a directory (relative paths are the daemon's working
+    directory's: prefer absolute ones); ``paths`` are extra files or directories
+    (relative to the workspace); ``authority`` maps file names (or paths relative
+    to the workspace) to a level, over the defaults.
+    """
+
+    workspace: str
+    paths: tuple[str, ...] = ()
+    authority: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        workspace = f.required_str("workspace", max_len=MAX_PATH_LEN)
+        raw_paths = f.optional_list("paths", max_items=1_000) or []
+        for i, path in enumerate(raw_paths):
+            if not isinstance(path, str) or not path or len(path) > MAX_PATH_LEN:
+                raise InvalidParams(
+                    f"{f.path('paths')}[{i}]: must be a string of 1..{MAX_PATH_LEN} characters"
+                )
+        raw_authority = f.raw("authority")
+        if raw_authority is None:
+            raw_authority = {}
+        if not isinstance(raw_authority, dict) or len(raw_authority) > 1_000:
+            raise InvalidParams(f"{f.path('authority')}: must be an object of at most 1000 names")
+        for name, level in raw_authority.items():
+            if not name or len(name) > MAX_PATH_LEN:
+                raise InvalidParams(f"{f.path('authority')}: names must be 1..{MAX_PATH_LEN} long")
+            if level not in AUTHORITIES:
+                raise InvalidParams(
+                    f"{f.path('authority')}.{name}: must be one of {', '.join(AUTHORITIES)}"
+                )
+        f.done()
+        return cls(workspace, tuple(raw_paths), tuple(raw_authority.items()))
+
+
 @dataclass(frozen=True, slots=True)
 class ExpandQueryParams:
     """``expand_query``: ``{"prompt", "session" | "all": true, "summary_ids"?, "query"?, ...}``.
@@ -625,6 +668,7 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "correction": MethodSpec(CorrectionParams, "teach a correction; penalise the chat's trace"),
     "learn": MethodSpec(LearnParams, "credit an outcome to a trace's steps"),
     "trace": MethodSpec(TraceParams, "a query's seeds, steps and fired nodes"),
+    "sync": MethodSpec(SyncParams, "index a workspace's markdown files as graph chunks"),
     "maintain": MethodSpec(MaintainParams, "decay, merge, prune, connect and scale the graph"),
     "health": MethodSpec(NoParams, "the retrieval graph's shape: counts, tiers, orphans"),
     "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
