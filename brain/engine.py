@@ -236,8 +236,13 @@ class Brain:
                 record=record,
             )
 
-    def teach(self, node: NewNode, *, chat_id: str | None = None) -> TeachResult:
-        """Add a teaching, correction or directive node, embedded and linked at once."""
+    def teach(
+        self, node: NewNode, *, chat_id: str | None = None, links: Sequence[str] = ()
+    ) -> TeachResult:
+        """Add a teaching, correction or directive node, embedded and linked at once.
+
+        ``links``: node ids the new node points at (see ``brain.retrieval.teach``).
+        """
         embedder = self.embedder
         _learn_dim(embedder)
         metadata = dict(node.metadata)
@@ -249,7 +254,7 @@ class Brain:
         vector = embedder.embed([embedded])[0]
         with self._lock:
             index = self._graph_vectors(embedder)
-            return teach(self._store, self._graph, index, node, vector, embedded, chat_id)
+            return teach(self._store, self._graph, index, node, vector, embedded, chat_id, links)
 
     def sync(
         self,

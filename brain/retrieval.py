@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from brain.errors import InvalidInput
+from brain.errors import InvalidInput, NotFound
 from brain.graph import (
     AUTHORITY_RANK,
     EdgeWrite,
@@ -47,6 +47,8 @@ CONNECT_K: Final = 5
 CONNECT_MIN_SIMILARITY: Final = 0.3
 """...that are at least this similar; the edge weight is the similarity, halved."""
 INHIBIT_WEIGHT: Final = -0.8
+LINK_WEIGHT: Final = 0.8
+"""A taught node's edge to each node it names in ``links``."""
 """A correction's edge to each node that fired wrongly."""
 _BASELINE_KEY: Final = "learn_baseline"
 
@@ -100,6 +102,7 @@ def run_query(
         _fired(nodes[n], a) for n, a in traversal.fired.items() if n in nodes and n not in blocked
     ]
     context, shown = _context(fired, options.max_chars)
+    shown_rows = [graph.by_public.get(f.id, -1) for f in shown]
     timings = {
         "embed_query_ms": round(embed_ms, 3),
         "traverse_ms": round(traverse_ms, 3),
@@ -107,7 +110,7 @@ def run_query(
     trace_id = ""
     if record:
         with store.transaction():
-            trace_id = save_trace(store, text, chat_id, traversal, timings)
+            trace_id = save_trace(store, text, chat_id, traversal, timings, shown_rows)
             stamp = now_iso()
             store.conn.executemany(
                 "UPDATE nodes SET fire_count = fire_count + 1, last_fired_at = ? WHERE id = ?",
@@ -205,15 +208,25 @@ def teach(
     vector: npt.NDArray[np.float32],
     embedded_text: str,
     chat_id: str | None = None,
+    links: Sequence[str] = (),
 ) -> TeachResult:
     """Store a node with its vector, link it to its neighbours; a correction also corrects.
 
     ``vector`` is the embedding of ``embedded_text`` (the node text the vector index
     would embed). A correction with ``chat_id`` penalises that chat's latest trace
     (outcome -1) and adds an inhibitory edge from the correction to every node that
-    fired in it, except protected ones.
+    fired in it, except protected ones and those it links to. ``links`` are public
+    node ids the new node points at with a strong positive edge ("this is about
+    those"): a correction that names the right nodes makes the next similar query
+    reach them.
     """
     graph.refresh(store)
+    linked: list[int] = []
+    for public_id in dict.fromkeys(links):
+        target = graph.by_public.get(public_id)
+        if target is None:
+            raise NotFound(f"no node {public_id!r} to link to", id=public_id)
+        linked.append(target)
     trace: Trace | None = None
     if new.kind == "correction" and chat_id is not None:
         trace = find_trace(store, chat_id=chat_id)
@@ -240,12 +253,13 @@ def teach(
                     continue
                 edges.append(EdgeWrite(row_id, node, score / 2, "similar"))
                 edges.append(EdgeWrite(node, row_id, score / 2, "similar"))
+        edges += [EdgeWrite(row_id, n, LINK_WEIGHT, "link") for n in linked if n != row_id]
         learned: Credit | None = None
         if trace is not None:
             wrong = [
                 n
                 for n, _ in trace.fired
-                if n != row_id and graph.authority.get(n) != "constitutional"
+                if n != row_id and n not in linked and graph.authority.get(n) != "constitutional"
             ]
             edges += [EdgeWrite(row_id, n, INHIBIT_WEIGHT, "inhibits") for n in wrong]
             learned = _credit(store, graph, trace, -1.0, extra=edges)
@@ -340,8 +354,11 @@ def _credit(
         return graph.out.get(source, {}).get(target)
 
     kinds = _edge_kinds(store, trace)
+    # Only what the caller got can have earned the outcome: steps into fired nodes
+    # the context block left out changed nothing the caller saw.
+    shown = set(trace.shown)
     result = credit(
-        trace.steps,
+        [s for s in trace.steps if s.target in shown],
         outcome,
         baseline,
         weight_of,

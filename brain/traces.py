@@ -33,6 +33,8 @@ class Trace:
     steps: list[Step]
     fired: list[tuple[int, float]]
     inhibited: list[tuple[int, float]]
+    shown: list[int]
+    """The fired nodes the context block held (what the caller got), best first."""
     timings: dict[str, float]
     created_at: str
     outcome: float | None
@@ -50,6 +52,7 @@ def save_trace(
     chat_id: str | None,
     traversal: Traversal,
     timings: dict[str, float],
+    shown: list[int] | None = None,
 ) -> str:
     """Store a traversal as a trace (inside the caller's transaction); its id."""
     trace_id = new_trace_id()
@@ -61,6 +64,7 @@ def save_trace(
         ],
         "fired": [[n, round(a, 6)] for n, a in traversal.fired.items()],
         "inhibited": [[n, round(a, 6)] for n, a in traversal.inhibited.items()],
+        "shown": list(traversal.fired) if shown is None else shown,
         "timings": timings,
     }
     store.execute(
@@ -84,6 +88,7 @@ def _trace(row: Any) -> Trace:
         steps=[Step(int(a), int(b), float(w), float(x), int(h)) for a, b, w, x, h in body["steps"]],
         fired=[(int(n), float(a)) for n, a in body["fired"]],
         inhibited=[(int(n), float(a)) for n, a in body["inhibited"]],
+        shown=[int(n) for n in body.get("shown", [n for n, _ in body["fired"]])],
         timings=dict(body["timings"]),
         created_at=str(row[5]),
         outcome=row[6],
@@ -142,6 +147,7 @@ def trace_view(trace: Trace, public: dict[int, str]) -> dict[str, Any]:
         "fired_nodes": [name(n) for n, _ in trace.fired],
         "scores": {name(n): a for n, a in trace.fired},
         "inhibited": [name(n) for n, _ in trace.inhibited],
+        "shown": [name(n) for n in trace.shown],
         "timings": trace.timings,
         "outcome": trace.outcome,
         "learned_at": trace.learned_at,

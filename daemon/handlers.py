@@ -204,7 +204,11 @@ _GREP_MODES: dict[str, Mode] = {
 async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
     """Retrieve from the learned graph: fired nodes, the context block, the trace id."""
     options = TraverseOptions(
-        top_k=params.top_k, max_hops=params.max_hops, max_chars=params.max_chars
+        top_k=params.top_k,
+        max_hops=params.max_hops,
+        max_chars=params.max_chars,
+        threshold=params.threshold,
+        max_fired=params.max_fired,
     )
     result = await ctx.db(
         ctx.brain.query, params.query, chat_id=params.chat_id, options=options, record=params.record
@@ -229,7 +233,7 @@ async def teach(ctx: Context, params: TeachParams) -> dict[str, Any]:
         metadata=params.metadata or {},
         dedup_key=params.dedup_key,
     )
-    result = await ctx.db(ctx.brain.teach, node, chat_id=params.chat_id)
+    result = await ctx.db(ctx.brain.teach, node, chat_id=params.chat_id, links=params.links)
     return dataclasses.asdict(result)
 
 
@@ -249,6 +253,19 @@ async def trace(ctx: Context, params: TraceParams) -> dict[str, Any]:
     return result
 
 
+async def sync(ctx: Context, params: SyncParams) -> dict[str, Any]:
+    """Index a workspace's markdown as chunk nodes; new chunks are embedded before the answer."""
+    report = await ctx.db(
+        ctx.brain.sync, params.workspace, params.paths, dict(params.authority) or None
+    )
+    return dataclasses.asdict(report)
+
+
+def _workspace_lane(params: Any) -> str | None:
+    # Two syncs of one workspace run in order; other requests need not wait for them.
+    return f"workspace:{params.workspace}"
+
+
 async def maintain(ctx: Context, params: MaintainParams) -> dict[str, Any]:
     """The graph's slow loop, in a worker thread (ping is answered meanwhile)."""
     options = MaintainOptions(**dict(params.knobs))  # type: ignore[arg-type]
@@ -261,19 +278,6 @@ async def maintain(ctx: Context, params: MaintainParams) -> dict[str, Any]:
 async def health(ctx: Context, params: NoParams) -> dict[str, Any]:
     """The retrieval graph's shape, read fresh."""
     return dataclasses.asdict(await ctx.db(ctx.brain.health))
-
-
-async def sync(ctx: Context, params: SyncParams) -> dict[str, Any]:
-    """Index a workspace's markdown as chunk nodes; new chunks are embedded before the answer."""
-    report = await ctx.db(
-        ctx.brain.sync, params.workspace, params.paths, dict(params.authority) or None
-    )
-    return dataclasses.asdict(report)
-
-
-def _workspace_lane(params: Any) -> str | None:
-    # Two syncs of one workspace run in order; other requests need not wait for them.
-    return f"workspace:{params.workspace}"
 
 
 def _chat_lane(params: Any) -> str | None:

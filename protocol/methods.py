@@ -313,11 +313,12 @@ AUTHORITIES: Final = ("constitutional", "canonical", "overlay")
 
 @dataclass(frozen=True, slots=True)
 class QueryParams:
-    """``query``: ``{"query", "chat_id"?, "top_k"?, "max_hops"?, "max_chars"?, "record"?}``.
+    """``query``: ``{"query", "chat_id"?, "top_k"?, "max_hops"?, "max_chars"?, ...}``.
 
     Retrieval from the learned graph. ``chat_id`` files the trace under a chat so
     ``learn``/``correction`` can find it; ``record: false`` answers without storing
-    a trace (nothing to learn from then).
+    a trace (nothing to learn from then). ``threshold`` (activation a node needs to
+    fire, 0..1; the best seed has 1) and ``max_fired`` tune how far it reaches.
     """
 
     query: str
@@ -326,6 +327,8 @@ class QueryParams:
     max_hops: int = 3
     max_chars: int = 6_000
     record: bool = True
+    threshold: float = 0.2
+    max_fired: int = 32
 
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
@@ -336,17 +339,23 @@ class QueryParams:
         max_hops = f.optional_int("max_hops", default=3, minimum=0, maximum=16)
         max_chars = f.optional_int("max_chars", default=6_000, minimum=1, maximum=1_000_000)
         record = f.optional_bool("record", default=True)
+        threshold = f.optional_number("threshold", default=0.2)
+        assert threshold is not None
+        if not 0.0 < threshold <= 1.0:
+            raise InvalidParams("params.threshold: must be in (0, 1]")
+        max_fired = f.optional_int("max_fired", default=32, minimum=1, maximum=1_000)
         f.done()
-        return cls(query, chat_id, top_k, max_hops, max_chars, record)
+        return cls(query, chat_id, top_k, max_hops, max_chars, record, threshold, max_fired)
 
 
 @dataclass(frozen=True, slots=True)
 class TeachParams:
-    """``teach``: ``{"content", "kind"?, "chat_id"?, "authority"?, "dedup_key"?, "metadata"?}``.
+    """``teach``: ``{"content", "kind"?, "chat_id"?, "authority"?, "links"?, ...}``.
 
     ``kind``: teaching (default), correction or directive. A correction with
     ``chat_id`` also penalises that chat's latest trace and inhibits what fired.
-    ``dedup_key`` makes a second teach of the same key return the first node.
+    ``dedup_key`` makes a second teach of the same key return the first node;
+    ``links`` (node ids) are what the new node is about: it points at them.
     """
 
     content: str
@@ -355,6 +364,7 @@ class TeachParams:
     authority: str = "overlay"
     dedup_key: str | None = None
     metadata: dict[str, Any] | None = None
+    links: tuple[str, ...] = ()
 
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
@@ -379,8 +389,9 @@ class TeachParams:
             if not isinstance(metadata, dict):
                 raise InvalidParams("params.metadata: must be an object")
             _check_depth(metadata, "params.metadata")
+        links = tuple(_strings(f.optional_list("links", max_items=1_000) or [], "params.links"))
         f.done()
-        return cls(content, kind, chat_id, authority, dedup_key, metadata)
+        return cls(content, kind, chat_id, authority, dedup_key, metadata, links)
 
 
 @dataclass(frozen=True, slots=True)

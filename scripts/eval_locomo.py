@@ -349,6 +349,156 @@ def run_mode(client: Client, mode: str, questions: Sequence[Question]) -> dict[s
     return out
 
 
+# -- the learned graph: query and query_learned --------------------------------------
+
+GRAPH_MODES: Final = (
+    "query",
+    "query_learned",
+    "query_learned:outcomes",
+    "query_learned:corrections",
+)
+GRAPH_QUERY: Final = {"top_k": 100, "threshold": 0.001, "max_fired": 150, "max_chars": 1_000_000}
+"""Query knobs for scoring: 50 seeds that all fire, room for what spreads from them, and
+every fired node shown (so each maps to its turn)."""
+HIT_K: Final = 10
+"""A replayed question counts as answered (+1) when an evidence turn is in its top 10."""
+REPLAY_QUERY: Final = {
+    "top_k": HIT_K,
+    "threshold": 0.001,
+    "max_fired": HIT_K,
+    "max_chars": 1_000_000,
+}
+"""A replayed question is asked as an agent would: ten nodes come back, and the outcome
+is about those ten."""
+
+
+@dataclass(slots=True)
+class TurnFile:
+    """A conversation written as a workspace file: one section per turn."""
+
+    text: str
+    dia_at_line: dict[int, str]
+
+
+def turn_file(sample: dict[str, Any]) -> TurnFile:
+    """One ``## <dia_id>`` section per turn (the session date in the heading)."""
+    conversation = sample["conversation"]
+    lines = [f"# Conversation {sample['sample_id']}", ""]
+    dia_at_line: dict[int, str] = {}
+    seen: set[str] = set()
+    for key in session_keys(conversation):
+        date = str(conversation.get(f"{key}_date_time") or "")
+        for turn in conversation[key]:
+            dia = normalise_dia_id(str(turn.get("dia_id", "")))
+            if not dia or dia in seen:
+                continue
+            seen.add(dia)
+            dia_at_line[len(lines) + 1] = dia
+            lines.append(f"## {dia} ({date})" if date else f"## {dia}")
+            speaker = str(turn.get("speaker") or "")
+            text = " ".join(turn_text(turn).split())
+            lines += [f"{speaker}: {text}" if speaker else text, ""]
+    return TurnFile("\n".join(lines) + "\n", dia_at_line)
+
+
+def _ranked_turns(result: dict[str, Any], dia_at_line: dict[int, str]) -> list[str]:
+    """The fired chunk nodes of a query result as turn ids, best first."""
+    ranked: list[str] = []
+    for node in result.get("nodes", []):
+        lines = node.get("lines")
+        if node.get("kind") == "chunk" and lines:
+            dia = dia_at_line.get(int(lines[0]))
+            if dia is not None and dia not in ranked:
+                ranked.append(dia)
+    return ranked
+
+
+def run_graph_mode(
+    mode: str, samples: Sequence[dict[str, Any]], questions: Sequence[Question], tmp: Path
+) -> dict[str, Any]:
+    """Score ``query`` or ``query_learned`` on the odd-numbered questions of each sample.
+
+    Each sample gets its own database: its turns are loaded by ``sync`` of a generated
+    workspace file (one chunk node per turn, consecutive turns linked by ``sequence``
+    edges). ``query_learned`` first replays the even-numbered questions (2nd, 4th, ...):
+    each is a ``query`` followed by ``learn`` with +1 when an evidence turn is in its top
+    10 and -1 otherwise; unless the mode is ``query_learned:outcomes``, a miss is also
+    taught back as a node holding the question that links to the evidence turns (what a
+    user saying "no, it was in these messages" gives). The odd-numbered questions (1st,
+    3rd, ...) are then scored as in ``query``.
+    """
+    learned = mode.startswith("query_learned")
+    links = mode in ("query_learned", "query_learned:corrections")
+    teach_kind = "correction" if mode.endswith(":corrections") else "teaching"
+    by_sample: dict[str, list[Question]] = {}
+    for q in questions:
+        by_sample.setdefault(q.sample_id, []).append(q)
+    scored: list[Question] = []
+    rows: list[dict[str, float]] = []
+    replay = {"replayed": 0, "answered": 0, "taught": 0, "edges_updated": 0}
+    started = time.perf_counter()
+    for sample in samples:
+        sample_id = str(sample["sample_id"])
+        asked = by_sample.get(sample_id, [])
+        if not asked:
+            continue
+        workspace = tmp / f"{mode.replace(':', '_')}-{sample_id}"
+        (workspace / "memory").mkdir(parents=True)
+        turns = turn_file(sample)
+        (workspace / "memory" / "conversation.md").write_text(turns.text)
+        db = workspace / "graph.db"
+        with Client.spawn(db, args=["--auto-compact", "false"], cwd=ROOT) as client:
+            client.call("sync", {"workspace": str(workspace)}, timeout=600)
+            line_of = {dia: line for line, dia in turns.dia_at_line.items()}
+            if learned:
+                for q in asked[1::2]:
+                    result = client.call(
+                        "query", {"query": q.question, "chat_id": "replay", **REPLAY_QUERY}
+                    )
+                    top = _ranked_turns(result, turns.dia_at_line)[:HIT_K]
+                    hit = bool(set(top) & set(q.evidence))
+                    got = client.call("learn", {"outcome": 1 if hit else -1, "chat_id": "replay"})
+                    replay["replayed"] += 1
+                    replay["answered"] += hit
+                    replay["edges_updated"] += int(got["edges_updated"])
+                    if links and not hit:
+                        found = (_turn_node(client, turns, line_of[e]) for e in q.evidence)
+                        evidence = [node for node in found if node is not None]
+                    if links and not hit and evidence:
+                        client.call(
+                            "teach",
+                            {
+                                "content": q.question,
+                                "kind": teach_kind,
+                                "chat_id": "replay",
+                                "links": evidence,
+                            },
+                        )
+                        replay["taught"] += 1
+            for q in asked[0::2]:
+                result = client.call("query", {"query": q.question, "record": False, **GRAPH_QUERY})
+                rows.append(score_question(_ranked_turns(result, turns.dia_at_line), q.evidence))
+                scored.append(q)
+    out = summarise(scored, rows)
+    out["query_seconds"] = round(time.perf_counter() - started, 2)
+    out["scored"] = "odd-numbered questions of each conversation (1st, 3rd, ...)"
+    if learned:
+        out["replay"] = replay
+    return out
+
+
+def _turn_node(client: Client, turns: TurnFile, line_no: int) -> str | None:
+    """The chunk node of the turn headed at ``line_no``, found by querying its text."""
+    text = turns.text.split("\n")[line_no]  # the turn's text follows its heading
+    result = client.call(
+        "query", {"query": text or "?", "top_k": 5, "record": False, "max_chars": 1_000_000}
+    )
+    for node in result["nodes"]:
+        if node.get("lines") and int(node["lines"][0]) == line_no:
+            return str(node["id"])
+    return None
+
+
 def table(mode: str, result: dict[str, Any]) -> str:
     """A human-readable table of one mode's figures."""
     if "error" in result:
@@ -391,8 +541,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             if any(m.startswith(("semantic", "hybrid")) for m in modes):
                 embed_seconds = wait_for_embeddings(client)
                 print(f"embedding drained {embed_seconds:.1f}s after ingest", file=sys.stderr)
-            results = {mode: run_mode(client, mode, data.questions) for mode in modes}
+            results = {
+                mode: run_mode(client, mode, data.questions)
+                for mode in modes
+                if mode not in GRAPH_MODES
+            }
         log.close()
+        for mode in modes:
+            if mode in GRAPH_MODES:
+                results[mode] = run_graph_mode(mode, samples, data.questions, Path(tmp))
     elapsed = time.perf_counter() - started
 
     print(

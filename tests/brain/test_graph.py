@@ -122,7 +122,6 @@ def test_a_correction_stops_what_fired_wrongly_on_the_next_similar_query(
     fired = [f.id for f in again.fired]
     assert fired[0] == fix.node_id
     assert kestrel not in fired
-    assert kestrel in again.inhibited
 
 
 def test_a_correction_never_inhibits_a_constitutional_node(fresh_brain: Brain) -> None:
@@ -220,3 +219,32 @@ def test_unknown_traces_and_bad_outcomes_are_clear_errors(fresh_brain: Brain) ->
         fresh_brain.teach(NewNode("teaching", "   "))
     with pytest.raises(InvalidInput):
         fresh_brain.query("  ")
+
+
+def test_a_node_taught_with_links_leads_a_similar_query_to_the_linked_nodes(
+    fresh_brain: Brain,
+) -> None:
+    racks = _teach(fresh_brain, "Frankfurt racks: power budget twelve kilowatts")
+    _teach(fresh_brain, COFFEE)
+    options = TraverseOptions(top_k=1)
+    assert racks not in [
+        f.id for f in fresh_brain.query("who owns deploys?", options=options).fired
+    ]
+    taught = fresh_brain.teach(NewNode("teaching", "who owns deploys"), links=[racks])
+    assert _weight(fresh_brain, taught.node_id, racks) == 0.8
+    fired = [f.id for f in fresh_brain.query("who owns deploys?", options=options).fired]
+    assert fired[:2] == [taught.node_id, racks]
+    with pytest.raises(NotFound):
+        fresh_brain.teach(NewNode("teaching", "x"), links=["nd_0000000000000000"])
+
+
+def test_a_correction_never_inhibits_the_nodes_it_links_to(fresh_brain: Brain) -> None:
+    kestrel = _teach(fresh_brain, KESTREL)
+    fresh_brain.query("which cluster do deploys use?", chat_id="c1")
+    fix = fresh_brain.teach(
+        NewNode("correction", "Deploys use kestrel only for canaries"),
+        chat_id="c1",
+        links=[kestrel],
+    )
+    assert kestrel not in fix.inhibited
+    assert kestrel in [f.id for f in fresh_brain.query("which cluster do deploys use?").fired]
