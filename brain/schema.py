@@ -361,7 +361,9 @@ ALTER TABLE vectors_v9 RENAME TO vectors;
 CREATE INDEX vectors_text_hash ON vectors(text_hash) WHERE text_hash IS NOT NULL;
 
 CREATE TABLE nodes (
-    id            INTEGER PRIMARY KEY,
+    -- AUTOINCREMENT: a deleted node's id is never reused, so a stored trace never
+    -- credits a later node for steps an earlier one took.
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
     node_id       TEXT NOT NULL UNIQUE,
     kind          TEXT NOT NULL
                   CHECK (kind IN ('teaching', 'correction', 'directive', 'chunk', 'summary')),

@@ -144,6 +144,10 @@ class VectorIndex:
                     "INSERT OR IGNORE INTO embed_queue (kind, row_id) "
                     "SELECT 'summary', id FROM summaries"
                 )
+                store.execute(
+                    "INSERT OR IGNORE INTO embed_queue (kind, row_id) "
+                    "SELECT 'node', id FROM nodes WHERE content IS NOT NULL"
+                )
                 _bump_epochs(store, _KINDS)
             store.execute(
                 "INSERT INTO meta (key, value) VALUES ('embedder_name', ?), ('embedder_dim', ?) "

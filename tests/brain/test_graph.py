@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from brain import Brain, MessageIn
+from brain.embedders import HashEmbedder
 from brain.errors import InvalidInput, NotFound
 from brain.graph import EdgeWrite, NewNode, bump_epoch, write_edges
 from brain.traverse import TraverseOptions
@@ -248,3 +249,25 @@ def test_a_correction_never_inhibits_the_nodes_it_links_to(fresh_brain: Brain) -
     )
     assert kestrel not in fix.inhibited
     assert kestrel in [f.id for f in fresh_brain.query("which cluster do deploys use?").fired]
+
+
+def test_a_new_embedder_re_embeds_taught_nodes_so_queries_still_find_them(db_path: Path) -> None:
+    brain = Brain(db_path, embedder=HashEmbedder(64))
+    deploy = _teach(brain, DEPLOY)
+    brain.close()
+    again = Brain(db_path, embedder=HashEmbedder(32))
+    while again.embed_pending():
+        pass
+    assert again.store.scalar("SELECT count(*) FROM vectors WHERE kind = 'node'") == 1
+    assert again.query("deploys staging production").fired[0].id == deploy
+    again.close()
+
+
+def test_a_deleted_nodes_id_is_never_given_to_a_new_node(fresh_brain: Brain) -> None:
+    first = _teach(fresh_brain, DEPLOY)
+    row = fresh_brain.store.scalar("SELECT id FROM nodes WHERE node_id = ?", (first,))
+    with fresh_brain.store.transaction():
+        fresh_brain.store.execute("DELETE FROM nodes WHERE node_id = ?", (first,))
+    second = _teach(fresh_brain, COFFEE)
+    again = fresh_brain.store.scalar("SELECT id FROM nodes WHERE node_id = ?", (second,))
+    assert again != row
