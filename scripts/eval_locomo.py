@@ -27,6 +27,12 @@ Evidence ids are extracted with ``D\\d+:\\d+`` (a few are malformed, e.g.
 their conversation are dropped, and questions left without evidence are
 skipped. Both counts are reported.
 
+Graph modes (``query``, ``query_learned``, ``query_learned:outcomes``,
+``query_learned:corrections``) load each conversation into its own database by
+``sync`` of a generated workspace file (one ``## <dia_id>`` section, so one
+chunk node, per turn) and rank the fired chunk nodes; see ``run_graph_mode``.
+They score the odd-numbered questions (1st, 3rd, ...) of each conversation.
+
 With ``--json`` one JSON object goes to stdout (recalls in percent; a mode the
 daemon refuses is reported as ``{"error": ...}``); the tables go to stderr.
 """

@@ -10,6 +10,7 @@ from brain import Brain, MessageIn
 from brain.embedders import HashEmbedder
 from brain.errors import InvalidInput, NotFound
 from brain.graph import EdgeWrite, NewNode, bump_epoch, write_edges
+from brain.retrieval import LINK_WEIGHT
 from brain.traverse import TraverseOptions
 
 DEPLOY = "Deploys go through the staging cluster before production"
@@ -232,7 +233,7 @@ def test_a_node_taught_with_links_leads_a_similar_query_to_the_linked_nodes(
         f.id for f in fresh_brain.query("who owns deploys?", options=options).fired
     ]
     taught = fresh_brain.teach(NewNode("teaching", "who owns deploys"), links=[racks])
-    assert _weight(fresh_brain, taught.node_id, racks) == 0.8
+    assert _weight(fresh_brain, taught.node_id, racks) == LINK_WEIGHT
     fired = [f.id for f in fresh_brain.query("who owns deploys?", options=options).fired]
     assert fired[:2] == [taught.node_id, racks]
     with pytest.raises(NotFound):

@@ -127,3 +127,31 @@ def test_end_to_end(tmp_path: Path) -> None:
     assert ft["by_category"]["4"]["recall@5"] == 100.0
     assert set(ft["by_category"]) == {"1", "2", "4", "all_but_5"}
     assert "full_text" in out.stderr
+
+
+def test_the_turn_file_has_one_section_per_turn_and_maps_its_heading_lines() -> None:
+    turns = ev.turn_file(_sample())
+    lines = turns.text.split("\n")
+    assert sorted(turns.dia_at_line.values()) == ["D1:1", "D1:2", "D2:1"]
+    for line_no, dia in turns.dia_at_line.items():
+        assert lines[line_no - 1].startswith(f"## {dia} (")
+    assert "Bob: Look at my garden! [image: a photo of red tulips]" in lines
+
+
+def test_graph_modes_end_to_end(tmp_path: Path) -> None:
+    data = tmp_path / "d.json"
+    data.write_text(json.dumps([_sample()]))
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), str(data), "--json", "--modes", "query,query_learned"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    result = json.loads(out.stdout)
+    assert result["query"]["questions"] == 2  # the 1st and 3rd scored questions
+    assert result["query"]["by_category"]["4"]["recall@5"] == 100.0
+    replay = result["query_learned"]["replay"]
+    assert replay["replayed"] == 1
+    assert result["query_learned"]["questions"] == 2
