@@ -32,6 +32,7 @@ from brain.dag import Summary, load_summaries, summary_xml
 from brain.messages import StoredMessage, load_messages
 from brain.render import (
     STUB_PREFIX,
+    Block,
     PairingReport,
     Turn,
     pair_tools,
@@ -59,6 +60,19 @@ class AssembleOptions:
     fresh_tail_count: int | None = None
     stubs: bool = False
     stub_tokens: int = 1_000
+    recall_block: str | None = None
+    """Text to show after the summaries (a graph query's context block), if it fits."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecallReport:
+    """What the recall block of an ``assemble`` did: its query's trace and what fired."""
+
+    mode: str
+    trace_id: str | None
+    fired: list[str]
+    injected: bool
+    tokens: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +91,10 @@ class Assembled:
     stubbed: int
     context_tokens: int
     flush_recommended: bool
+    recall_tokens: int = 0
+    """What the recall block cost (0: none was given, or it did not fit)."""
+    recall: RecallReport | None = None
+    """The graph query behind the recall block, when one ran."""
 
 
 @dataclass
@@ -119,6 +137,8 @@ class Assembler:
 
         tail_cost = sum(i.token_count for i in tail)
         room = options.budget - tail_cost
+        recall_cost = _recall_cost(options.recall_block, room)
+        room -= recall_cost
         picked: dict[int, bool] = {}  # pos -> shown as a stub
         # Summaries before raw history: they are compact and cover everything
         # older, so they are the last thing to give up. Each kind is taken
@@ -143,6 +163,7 @@ class Assembler:
         chosen += [(i, False) for i in tail]
         self._ensure_entries(store, view, [i for i, _ in chosen])
         paired, report, tokens = _paired(store, conv.id, view, chosen)
+        tokens += recall_cost
         # Pairing can cost more than the items it was given (an error result
         # made up for a call never answered, a stub given its call's hint, a
         # turn split around a dropped call). Then give up the least wanted
@@ -160,6 +181,9 @@ class Assembler:
                     break
             chosen = [c for c in chosen if c[0].pos not in drop]
             paired, report, tokens = _paired(store, conv.id, view, chosen)
+            tokens += recall_cost
+        if recall_cost and options.recall_block:
+            paired = _with_recall(paired, options.recall_block)
 
         system: str | None = None
         if options.format == "anthropic":
@@ -186,6 +210,7 @@ class Assembler:
             stubbed=sum(1 for _, s in chosen if s),
             context_tokens=conv.context_tokens,
             flush_recommended=flush,
+            recall_tokens=recall_cost,
         )
 
     def forget(self, conversation_id: int | None = None) -> None:
@@ -279,6 +304,29 @@ class Assembler:
         with store.transaction():
             mark_flushed(store, conv.id, conv.compaction_epoch)
         return True
+
+
+def _recall_cost(block: str | None, room: int) -> int:
+    """What the recall block takes from the room (0: none, or it does not fit).
+
+    It is placed before summaries and raw history: it is what the graph found
+    relevant to the newest question, and small by construction (its max_chars).
+    """
+    if not block:
+        return 0
+    cost = message_cost(estimate_tokens(block))
+    return cost if cost <= room else 0
+
+
+def _with_recall(turns: list[Turn], block: str) -> list[Turn]:
+    """``turns`` with a user turn holding ``block`` right after the last summary turn."""
+    at = 0
+    for i, turn in enumerate(turns):
+        if turn.source.startswith("sum_"):
+            at = i + 1
+    seq = turns[at - 1].seq if at else 0
+    recall = Turn("user", (Block("text", block),), "recall", seq, synthetic=True)
+    return [*turns[:at], recall, *turns[at:]]
 
 
 def _paired(

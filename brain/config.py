@@ -42,6 +42,9 @@ class CompactionConfig:
     flush_soft_tokens: int = 4_000
 
 
+RecallMode = Literal["off", "shadow", "on"]
+
+
 @dataclass(frozen=True, slots=True)
 class BrainConfig:
     """Knobs of the storage engine.
@@ -66,4 +69,6 @@ class BrainConfig:
     busy_timeout_ms: int = 5_000
     synchronous: Synchronous = "FULL"
     orphan_file_grace_s: float = 600.0
+    recall_mode: RecallMode = "off"
+    """``assemble``'s recall block when a request does not say: off, shadow or on."""
     compaction: CompactionConfig = field(default_factory=CompactionConfig)

@@ -13,14 +13,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
 from brain import grants
-from brain.assemble import Assembled, AssembleOptions, Assembler
+from brain.assemble import Assembled, AssembleOptions, Assembler, RecallReport
 from brain.compaction import CompactionReport, Compactor
-from brain.config import BrainConfig
+from brain.config import BrainConfig, RecallMode
 from brain.content import MessageIn, normalize_time, restore
 from brain.context import conversation
 from brain.describe import describe, expand
@@ -89,6 +89,10 @@ class Info:
     large_files: int
     db_bytes: int
     embeddings: EmbeddingsInfo
+
+
+RECALL_MAX_CHARS: Final = 4_000
+"""The largest recall block ``assemble`` asks the graph for (about 1,000 tokens)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,10 +442,51 @@ class Brain:
             message["id"] = message_id
             return message
 
-    def assemble(self, session: str, options: AssembleOptions) -> Assembled:
-        """The model-ready context for a session under a token budget."""
+    def assemble(
+        self, session: str, options: AssembleOptions, *, recall: RecallMode | None = None
+    ) -> Assembled:
+        """The model-ready context for a session under a token budget.
+
+        ``recall`` (default: the config's ``recall_mode``): ``off`` assembles the
+        session alone. ``shadow`` also
+        runs a graph query on the session's newest user message (its trace filed
+        under the session as chat id) but shows nothing of it; ``on`` shows the
+        query's context block as a user turn after the summaries, within the
+        budget (at most a quarter of it), or not at all when it does not fit.
+        """
+        recall = recall or self.config.recall_mode
+        if recall == "off":
+            with self._lock:
+                return self._assembler.assemble(self._store, session, options)
         with self._lock:
-            return self._assembler.assemble(self._store, session, options)
+            row = self._store.one(
+                "SELECT m.content FROM messages m JOIN conversations c "
+                "ON c.id = m.conversation_id WHERE c.session_id = ? AND m.role = 'user' "
+                "AND m.suppressed_at IS NULL ORDER BY m.seq DESC LIMIT 1",
+                (session,),
+            )
+        text = str(row[0]).strip() if row is not None else ""
+        if not text:
+            with self._lock:
+                assembled = self._assembler.assemble(self._store, session, options)
+            return replace(assembled, recall=RecallReport(recall, None, [], False, 0))
+        max_chars = max(1, min(RECALL_MAX_CHARS, options.budget))  # ~a quarter in tokens
+        found = self.query(
+            text[:16_384], chat_id=session, options=TraverseOptions(max_chars=max_chars)
+        )
+        if recall == "on" and found.context:
+            block = f'<recall trace="{found.trace_id}">\n{found.context}\n</recall>'
+            options = replace(options, recall_block=block)
+        with self._lock:
+            assembled = self._assembler.assemble(self._store, session, options)
+        report = RecallReport(
+            recall,
+            found.trace_id,
+            [f.id for f in found.fired],
+            assembled.recall_tokens > 0,
+            assembled.recall_tokens,
+        )
+        return replace(assembled, recall=report)
 
     def describe(
         self,

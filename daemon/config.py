@@ -144,6 +144,13 @@ OPTIONS: Final[tuple[Option, ...]] = (
     ),
     Option("busy_timeout_ms", "BRAIN_BUSY_TIMEOUT_MS", _positive_int, "wait for a lock", "brain"),
     Option(
+        "recall_mode",
+        "BRAIN_RECALL_MODE",
+        _choice("off", "shadow", "on"),
+        "assemble's graph recall block by default: off, shadow (traced) or on (shown)",
+        "brain",
+    ),
+    Option(
         "synchronous",
         "BRAIN_SYNCHRONOUS",
         _choice("FULL", "NORMAL", "EXTRA"),

@@ -17,6 +17,7 @@ from typing import Any
 from brain import MessageIn
 from brain.assemble import AssembleOptions
 from brain.compaction import CompactionReport
+from brain.config import RecallMode
 from brain.graph import NewNode
 from brain.maintain import MaintainOptions
 from brain.search import GrepOptions, Mode, Scope
@@ -113,12 +114,25 @@ async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
         stubs=params.stubs,
         stub_tokens=params.stub_tokens,
     )
-    result = await ctx.db(ctx.brain.assemble, params.session, options)
+    result = await ctx.db(
+        ctx.brain.assemble,
+        params.session,
+        options,
+        recall=_RECALL_MODES.get(params.recall or ""),
+    )
     # Shallow: dataclasses.asdict deep-copies every message (9 ms of 19 ms at 5k).
     out = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
     if params.format != "anthropic":
         out.pop("system")
+    out.pop("recall_tokens")
+    if result.recall is None:
+        out.pop("recall")
+    else:
+        out["recall"] = dataclasses.asdict(result.recall)
     return out
+
+
+_RECALL_MODES: dict[str, RecallMode] = {"off": "off", "shadow": "shadow", "on": "on"}
 
 
 async def compact(ctx: Context, params: CompactParams) -> dict[str, Any]:

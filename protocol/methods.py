@@ -135,6 +135,8 @@ class AssembleParams:
 
     ``stub_tokens``: with ``stubs``, tool results beyond the fresh tail larger
     than this are shown as one-line stubs (recoverable with ``describe``).
+    ``recall``: off, shadow or on (default: the daemon's ``recall_mode``), a graph
+    query on the newest user message, traced (shadow) or also shown (on).
     """
 
     session: str
@@ -143,6 +145,7 @@ class AssembleParams:
     fresh_tail: int | None = None
     stubs: bool = False
     stub_tokens: int = 1_000
+    recall: str | None = None
 
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
@@ -157,8 +160,11 @@ class AssembleParams:
         fresh_tail = f.optional_int("fresh_tail", default=0, minimum=1, maximum=100_000) or None
         stubs = f.optional_bool("stubs", default=False)
         stub_tokens = f.optional_int("stub_tokens", default=1_000, minimum=1, maximum=MAX_BUDGET)
+        recall = f.optional_str("recall")
+        if recall is not None and recall not in RECALL_MODES:
+            raise InvalidParams(f"params.recall: must be one of {', '.join(RECALL_MODES)}")
         f.done()
-        return cls(session, budget, fmt, fresh_tail, stubs, stub_tokens)
+        return cls(session, budget, fmt, fresh_tail, stubs, stub_tokens, recall)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +314,7 @@ class GrepParams:
 
 
 TEACH_KINDS: Final = ("teaching", "correction", "directive")
+RECALL_MODES: Final = ("off", "shadow", "on")
 AUTHORITIES: Final = ("constitutional", "canonical", "overlay")
 
 

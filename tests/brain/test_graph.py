@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from brain import Brain, MessageIn
+from brain import Brain, BrainConfig, MessageIn
+from brain.assemble import AssembleOptions
 from brain.embedders import HashEmbedder
 from brain.errors import InvalidInput, NotFound
 from brain.graph import EdgeWrite, NewNode, bump_epoch, write_edges
@@ -272,3 +273,53 @@ def test_a_deleted_nodes_id_is_never_given_to_a_new_node(fresh_brain: Brain) -> 
     second = _teach(fresh_brain, COFFEE)
     again = fresh_brain.store.scalar("SELECT id FROM nodes WHERE node_id = ?", (second,))
     assert again != row
+
+
+def _recall_session(brain: Brain) -> str:
+    kestrel = _teach(brain, KESTREL)
+    brain.ingest(
+        "s",
+        [
+            MessageIn("user", "hello there"),
+            MessageIn("assistant", "hi, how can I help?"),
+            MessageIn("user", "which staging cluster do deploys go to?"),
+        ],
+    )
+    return kestrel
+
+
+def test_assemble_shows_the_graphs_recall_block_only_when_on(fresh_brain: Brain) -> None:
+    kestrel = _recall_session(fresh_brain)
+    plain = fresh_brain.assemble("s", AssembleOptions(budget=4_000))
+    assert plain.recall is None
+    shadow = fresh_brain.assemble("s", AssembleOptions(budget=4_000), recall="shadow")
+    assert shadow.messages == plain.messages
+    assert shadow.recall is not None
+    assert shadow.recall.fired == [kestrel]
+    assert not shadow.recall.injected
+    assert fresh_brain.trace(chat_id="s")["trace_id"] == shadow.recall.trace_id
+    shown = fresh_brain.assemble("s", AssembleOptions(budget=4_000), recall="on")
+    assert shown.recall is not None
+    assert shown.recall.injected
+    recall = [m for m in shown.messages if "<recall" in str(m["content"])]
+    assert len(recall) == 1
+    assert "kestrel" in str(recall[0]["content"])
+    assert shown.tokens == plain.tokens + shown.recall.tokens
+    assert shown.messages[-1] == plain.messages[-1]  # the newest turn stays last
+
+
+def test_a_recall_block_that_does_not_fit_the_budget_is_left_out(fresh_brain: Brain) -> None:
+    _recall_session(fresh_brain)
+    tight = fresh_brain.assemble("s", AssembleOptions(budget=40), recall="on")
+    assert tight.recall is not None
+    assert not tight.recall.injected
+    assert not any("<recall" in str(m["content"]) for m in tight.messages)
+
+
+def test_the_configured_recall_mode_applies_when_a_request_does_not_say(db_path: Path) -> None:
+    brain = Brain(db_path, BrainConfig(recall_mode="shadow"))
+    _recall_session(brain)
+    assembled = brain.assemble("s", AssembleOptions(budget=4_000))
+    assert assembled.recall is not None
+    assert assembled.recall.mode == "shadow"
+    brain.close()

@@ -50,3 +50,25 @@ def test_teach_query_correct_and_learn_over_the_protocol_and_across_a_restart(
     assert missing["error"]["code"] == -32001
     code, _ = second.finish()
     assert code == 0
+
+
+def test_assemble_with_recall_on_shows_the_graph_block_over_the_protocol(
+    db_path: Path, spawn: Spawn
+) -> None:
+    daemon = spawn(serve_argv(db_path, "--recall-mode", "shadow"))
+    daemon.call(1, "teach", {"content": "The staging cluster is called kestrel"})
+    question = {"role": "user", "content": "which staging cluster do we use?"}
+    daemon.call(2, "ingest", {"session": "s", "message": question})
+    shadow = daemon.call(3, "assemble", {"session": "s", "budget": 2_000})["result"]
+    assert shadow["recall"]["mode"] == "shadow"
+    assert shadow["recall"]["injected"] is False
+    shown = daemon.call(4, "assemble", {"session": "s", "budget": 2_000, "recall": "on"})
+    result = shown["result"]
+    assert result["recall"]["injected"] is True
+    assert any("kestrel" in str(m["content"]) for m in result["messages"])
+    off = daemon.call(5, "assemble", {"session": "s", "budget": 2_000, "recall": "off"})
+    assert "recall" not in off["result"]
+    bad = daemon.call(6, "assemble", {"session": "s", "budget": 2_000, "recall": "loud"})
+    assert bad["error"]["code"] == -32602
+    code, _ = daemon.finish()
+    assert code == 0
