@@ -347,11 +347,19 @@ class Brain:
         return done
 
     def learn(
-        self, outcome: float, *, trace_id: str | None = None, chat_id: str | None = None
+        self,
+        outcome: float,
+        *,
+        trace_id: str | None = None,
+        chat_id: str | None = None,
+        useful: Sequence[str] = (),
     ) -> LearnResult:
-        """Credit an outcome to a trace (by id, else the chat's latest, else the latest)."""
+        """Credit an outcome to a trace (by id, else the chat's latest, else the latest).
+
+        ``useful``: fired node ids the caller used (see ``brain.retrieval.learn``).
+        """
         with self._lock:
-            return learn(self._store, self._graph, outcome, trace_id, chat_id)
+            return learn(self._store, self._graph, outcome, trace_id, chat_id, useful)
 
     def trace(self, *, trace_id: str | None = None, chat_id: str | None = None) -> dict[str, Any]:
         """A trace with public node ids: by id, else the chat's latest, else the latest."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
@@ -29,6 +29,7 @@ from brain.graph import (
     NewNode,
     Node,
     bump_epoch,
+    clamp_weight,
     clamped,
     get_nodes,
     graph_epoch,
@@ -322,8 +323,14 @@ def learn(
     outcome: float,
     trace_id: str | None = None,
     chat_id: str | None = None,
+    useful: Sequence[str] = (),
 ) -> LearnResult:
-    """Credit ``outcome`` to a trace (by id, else the chat's latest, else the latest)."""
+    """Credit ``outcome`` to a trace (by id, else the chat's latest, else the latest).
+
+    ``useful`` names fired nodes the caller used: with a positive advantage, the
+    trace's strongest seeds (what the query matched) are linked to them, new edges
+    included, so the next query that matches those seeds reaches them too.
+    """
     if not -1.0 <= outcome <= 1.0:
         raise InvalidInput("outcome", "must be between -1 and 1")
     graph.refresh(store)
@@ -331,12 +338,48 @@ def learn(
         trace = find_trace(store, trace_id, chat_id)
         before = graph_epoch(store)
         result = _credit(store, graph, trace, outcome)
+        if useful and result.advantage > 0:
+            result = replace(
+                result, edges=_merge(result.edges, _associate(graph, trace, useful, result))
+            )
         write_edges(store, result.edges)
         mark_learned(store, trace.row_id, outcome)
         after = bump_epoch(store)
     if graph.applied(before, after):
         graph.set_edges(result.edges)
     return LearnResult(trace.id, len(result.edges), result.advantage, result.baseline)
+
+
+ASSOCIATE_SEEDS: Final = 3
+"""A useful node is linked from this many of the trace's strongest seeds..."""
+ASSOCIATE_RATE: Final = 0.3
+"""...each edge moving this far (x advantage x (1 - |w|)) toward 1. LoCoMo dev,
+query_learned:outcomes recall@10 against query's 55.3: without useful nodes 54.8;
+rate 0.1 54.6, 0.3 55.6, 0.5 54.9; from 1 seed 55.1, 3 55.6, 5 55.5."""
+
+
+def _associate(
+    graph: Graph, trace: Trace, useful: Sequence[str], credit_: Credit
+) -> list[EdgeWrite]:
+    """Edges from the trace's strongest seeds to the useful nodes, strengthened or made."""
+    fired = {n for n, _ in trace.fired}
+    targets = [graph.by_public[u] for u in useful if graph.by_public.get(u) in fired]
+    seeds = [n for n, _ in sorted(trace.seeds, key=lambda s: -s[1])][:ASSOCIATE_SEEDS]
+    pending = {(e.source, e.target): e.weight for e in credit_.edges}
+    out: list[EdgeWrite] = []
+    for target in targets:
+        for seed in seeds:
+            if seed == target or "constitutional" in (
+                graph.authority.get(seed),
+                graph.authority.get(target),
+            ):
+                continue
+            current = pending.get((seed, target), graph.out.get(seed, {}).get(target, 0.0))
+            weight = clamp_weight(
+                current + ASSOCIATE_RATE * credit_.advantage * (1.0 - abs(current))
+            )
+            out.append(EdgeWrite(seed, target, weight, "learned"))
+    return out
 
 
 def _credit(

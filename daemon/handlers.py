@@ -254,7 +254,11 @@ async def teach(ctx: Context, params: TeachParams) -> dict[str, Any]:
 async def learn(ctx: Context, params: LearnParams) -> dict[str, Any]:
     """Credit an outcome to the steps a trace took."""
     result = await ctx.db(
-        ctx.brain.learn, params.outcome, trace_id=params.trace_id, chat_id=params.chat_id
+        ctx.brain.learn,
+        params.outcome,
+        trace_id=params.trace_id,
+        chat_id=params.chat_id,
+        useful=params.useful,
     )
     return dataclasses.asdict(result)
 

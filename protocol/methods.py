@@ -420,6 +420,7 @@ class LearnParams:
     outcome: float
     trace_id: str | None = None
     chat_id: str | None = None
+    useful: tuple[str, ...] = ()
 
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
@@ -431,8 +432,9 @@ class LearnParams:
             raise InvalidParams("params.outcome: must be between -1 and 1")
         trace_id = f.optional_str("trace_id", max_len=MAX_ID_LEN)
         chat_id = f.optional_str("chat_id", max_len=MAX_ID_LEN)
+        useful = tuple(_strings(f.optional_list("useful", max_items=1_000) or [], "params.useful"))
         f.done()
-        return cls(outcome, trace_id, chat_id)
+        return cls(outcome, trace_id, chat_id, useful)
 
 
 @dataclass(frozen=True, slots=True)

@@ -463,7 +463,16 @@ def run_graph_mode(
                     )
                     top = _ranked_turns(result, turns.dia_at_line)[:HIT_K]
                     hit = bool(set(top) & set(q.evidence))
-                    got = client.call("learn", {"outcome": 1 if hit else -1, "chat_id": "replay"})
+                    useful = [
+                        n["id"]
+                        for n in result.get("nodes", [])
+                        if n.get("lines")
+                        and turns.dia_at_line.get(int(n["lines"][0])) in q.evidence
+                    ]
+                    got = client.call(
+                        "learn",
+                        {"outcome": 1 if hit else -1, "chat_id": "replay", "useful": useful},
+                    )
                     replay["replayed"] += 1
                     replay["answered"] += hit
                     replay["edges_updated"] += int(got["edges_updated"])

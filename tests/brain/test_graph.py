@@ -323,3 +323,41 @@ def test_the_configured_recall_mode_applies_when_a_request_does_not_say(db_path:
     assert assembled.recall is not None
     assert assembled.recall.mode == "shadow"
     brain.close()
+
+
+def test_a_useful_node_is_linked_from_the_seeds_so_the_next_similar_query_reaches_it(
+    fresh_brain: Brain,
+) -> None:
+    deploy = _teach(fresh_brain, DEPLOY)
+    coffee = _teach(fresh_brain, COFFEE)
+    assert _weight(fresh_brain, deploy, coffee) is None  # not similar enough to be linked
+    wide = TraverseOptions(top_k=2, threshold=0.001)
+    result = fresh_brain.query("deploy to production", chat_id="c1", options=wide)
+    assert [f.id for f in result.fired] == [deploy, coffee]
+    learned = fresh_brain.learn(1.0, chat_id="c1", useful=[coffee])
+    assert learned.edges_updated == 1
+    weight = _weight(fresh_brain, deploy, coffee)
+    assert weight is not None
+    assert weight > 0
+    narrow = TraverseOptions(top_k=1, threshold=0.01)
+    assert [f.id for f in fresh_brain.query("deploy to production", options=narrow).fired] == [
+        deploy,
+        coffee,
+    ]
+
+
+def test_useful_nodes_are_not_linked_after_a_failure_or_when_they_did_not_fire(
+    fresh_brain: Brain,
+) -> None:
+    deploy = _teach(fresh_brain, DEPLOY)
+    racks = _teach(fresh_brain, "Frankfurt racks: power budget twelve kilowatts")
+    coffee = _teach(fresh_brain, COFFEE)
+    wide = TraverseOptions(top_k=2, threshold=0.001, max_hops=0)
+    one = TraverseOptions(top_k=1, max_hops=0)
+    fresh_brain.query("deploy to production", chat_id="c1", options=wide)
+    assert fresh_brain.learn(-1.0, chat_id="c1", useful=[racks]).edges_updated == 0
+    fired = fresh_brain.query("deploy to production", chat_id="c1", options=one).fired
+    assert coffee not in [f.id for f in fired]
+    before = _weight(fresh_brain, deploy, coffee)
+    fresh_brain.learn(1.0, chat_id="c1", useful=[coffee])
+    assert _weight(fresh_brain, deploy, coffee) == before
