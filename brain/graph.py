@@ -236,6 +236,8 @@ class Graph:
         self.by_public: dict[str, int] = {}
         self.by_summary: dict[int, int] = {}
         """Summary row id -> its node's row id."""
+        self.prior: dict[int, float] = {}
+        """Learned priors of the nodes that have one (absent: 0)."""
 
     @property
     def node_count(self) -> int:
@@ -262,6 +264,10 @@ class Graph:
         kind: dict[int, str] = {}
         public: dict[int, str] = {}
         by_summary: dict[int, int] = {}
+        prior = {
+            int(r[0]): float(r[1])
+            for r in store.execute("SELECT id, prior FROM nodes WHERE prior != 0")
+        }
         for row_id, node_id, node_kind, node_authority, summary in store.execute(
             "SELECT id, node_id, kind, authority, summary_id FROM nodes"
         ):
@@ -275,6 +281,7 @@ class Graph:
             self.authority, self.kind, self.public = authority, kind, public
             self.by_public = {v: k for k, v in public.items()}
             self.by_summary = by_summary
+            self.prior = prior
             self._epoch = epoch
 
     def invalidate(self) -> None:
@@ -301,6 +308,11 @@ class Graph:
             for e in edges:
                 self.out.setdefault(e.source, {})[e.target] = e.weight
                 self.inc.setdefault(e.target, {})[e.source] = e.weight
+
+    def set_priors(self, priors: dict[int, float]) -> None:
+        """Apply committed prior writes to the mirror."""
+        with self._lock:
+            self.prior.update(priors)
 
     def add_nodes(self, nodes: Sequence[tuple[int, str, str, str, int | None]]) -> None:
         """Apply committed node inserts: (row id, public id, kind, authority, summary row)."""

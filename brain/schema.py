@@ -379,6 +379,8 @@ CREATE TABLE nodes (
     created_at    TEXT NOT NULL,
     last_fired_at TEXT,
     fire_count    INTEGER NOT NULL DEFAULT 0,
+    -- Learned prior, added to the node's similarity when it is a candidate seed.
+    prior         REAL NOT NULL DEFAULT 0 CHECK (prior BETWEEN -1.0 AND 1.0),
     CHECK ((kind = 'summary') = (summary_id IS NOT NULL)),
     CHECK ((kind = 'summary') = (content IS NULL))
 );

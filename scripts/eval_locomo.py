@@ -469,6 +469,11 @@ def run_graph_mode(
                         if n.get("lines")
                         and turns.dia_at_line.get(int(n["lines"][0])) in q.evidence
                     ]
+                    evidence: list[str] = []
+                    if links and not hit:
+                        found = (_turn_node(client, turns, line_of[e]) for e in q.evidence)
+                        evidence = [node for node in found if node is not None]
+                        useful = evidence  # the correction names the turns that were right
                     got = client.call(
                         "learn",
                         {"outcome": 1 if hit else -1, "chat_id": "replay", "useful": useful},
@@ -476,9 +481,6 @@ def run_graph_mode(
                     replay["replayed"] += 1
                     replay["answered"] += hit
                     replay["edges_updated"] += int(got["edges_updated"])
-                    if links and not hit:
-                        found = (_turn_node(client, turns, line_of[e]) for e in q.evidence)
-                        evidence = [node for node in found if node is not None]
                     if links and not hit and evidence:
                         client.call(
                             "teach",

@@ -361,3 +361,34 @@ def test_useful_nodes_are_not_linked_after_a_failure_or_when_they_did_not_fire(
     before = _weight(fresh_brain, deploy, coffee)
     fresh_brain.learn(1.0, chat_id="c1", useful=[coffee])
     assert _weight(fresh_brain, deploy, coffee) == before
+
+
+def test_a_node_named_useful_rises_among_close_seeds_and_shown_unused_ones_sink(
+    fresh_brain: Brain,
+) -> None:
+    a = _teach(fresh_brain, "Deploy checklist: run the migrations first")
+    b = _teach(fresh_brain, "Deploy checklist: tag the release first")
+    wide = TraverseOptions(top_k=2, threshold=0.001, max_hops=0)
+    first = [f.id for f in fresh_brain.query("deploy checklist", chat_id="c", options=wide).fired]
+    loser = first[1]
+    winner = first[0]
+    for _ in range(5):
+        fresh_brain.query("deploy checklist", chat_id="c", options=wide)
+        fresh_brain.learn(1.0, chat_id="c", useful=[loser])
+    priors = dict(fresh_brain.store.execute("SELECT node_id, prior FROM nodes"))
+    assert priors[loser] > 0 > priors[winner]
+    assert max(abs(p) for p in priors.values()) <= 0.1
+    after = [f.id for f in fresh_brain.query("deploy checklist", options=wide).fired]
+    assert after[0] == loser
+    assert {a, b} == set(after)
+
+
+def test_priors_never_move_a_constitutional_node(fresh_brain: Brain) -> None:
+    rule = _teach(fresh_brain, "Deploy checklist: never skip review", authority="constitutional")
+    other = _teach(fresh_brain, "Deploy checklist: tag the release first")
+    wide = TraverseOptions(top_k=2, threshold=0.001, max_hops=0)
+    fresh_brain.query("deploy checklist", chat_id="c", options=wide)
+    fresh_brain.learn(1.0, chat_id="c", useful=[other])
+    fresh_brain.query("deploy checklist", chat_id="c", options=wide)
+    fresh_brain.learn(1.0, chat_id="c", useful=[rule])
+    assert fresh_brain.store.scalar("SELECT prior FROM nodes WHERE node_id = ?", (rule,)) == 0
