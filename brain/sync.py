@@ -502,8 +502,11 @@ def pending_nodes(store: Store, row_ids: Sequence[int]) -> Pending:
     """
     rows = list(
         store.execute(
+            # CROSS JOIN keeps the id list outermost: SQLite otherwise walked the whole
+            # queue per batch, rescanning the list for each row (quadratic in a sync).
             "SELECT n.id, n.content || coalesce(char(10) || (n.metadata ->> '$.query'), '') "
-            "FROM json_each(?) j JOIN embed_queue q ON q.kind = 'node' AND q.row_id = j.value "
+            "FROM json_each(?) j CROSS JOIN embed_queue q "
+            "ON q.kind = 'node' AND q.row_id = j.value "
             "JOIN nodes n ON n.id = q.row_id ORDER BY n.id",
             (orjson.dumps(list(row_ids)),),
         )

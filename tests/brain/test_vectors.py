@@ -353,3 +353,13 @@ def test_a_suppressed_neighbour_is_not_lifted_into_the_results(db_path: Path) ->
     assert "reply" not in {h.id for h in hits}
     assert hits[0].id == "ask"
     brain.close()
+
+
+def test_a_stored_vector_costs_little_more_than_its_bytes_on_disk(db_path: Path) -> None:
+    brain = Brain(db_path)  # the shipped 256-dim model: 1 KiB per vector
+    brain.ingest("s", [MessageIn("user", f"note {i} on topic {i % 37}") for i in range(400)])
+    while brain.embed_pending(batch=500):
+        pass
+    pages = brain.store.scalar("SELECT sum(pgsize) FROM dbstat WHERE name = 'vectors'")
+    assert pages / 400 < 1_600  # a 1 KiB blob kept in its row, not on an overflow page
+    brain.close()
