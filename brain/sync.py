@@ -42,7 +42,7 @@ import orjson
 from brain.errors import InvalidInput
 from brain.graph import AUTHORITIES, Authority, NewNode, bump_epoch, insert_node, now_iso
 from brain.store import Store
-from brain.vectors import Pending, note_vectors_changed, text_hash
+from brain.vectors import Pending, note_vectors_changed, pending_batch, text_hash
 
 DEFAULT_FILES: Final[tuple[str, ...]] = ("AGENTS.md", "SOUL.md", "USER.md", "MEMORY.md", "TOOLS.md")
 """Files read from the top of every workspace (besides ``memory/*.md``)."""
@@ -511,25 +511,11 @@ def pending_nodes(store: Store, row_ids: Sequence[int]) -> Pending:
             (orjson.dumps(list(row_ids)),),
         )
     )
-    texts = tuple(str(r[1]) for r in rows)
-    hashes = tuple(text_hash(t) for t in texts)
-    slot_of: dict[bytes, int] = {}
-    to_embed: list[str] = []
-    slots: list[int] = []
-    for text, digest in zip(texts, hashes, strict=True):
-        if digest not in slot_of:
-            stored = store.one("SELECT 1 FROM vectors WHERE text_hash = ? LIMIT 1", (digest,))
-            slot_of[digest] = -1 if stored is not None else len(to_embed)
-            if stored is None:
-                to_embed.append(text)
-        slots.append(slot_of[digest])
-    return Pending(
-        keys=tuple(("node", int(r[0])) for r in rows),
-        conversations=(0,) * len(rows),
-        texts=texts,
-        hashes=hashes,
-        slots=tuple(slots),
-        to_embed=tuple(to_embed),
+    return pending_batch(
+        store,
+        [("node", int(r[0])) for r in rows],
+        [0] * len(rows),
+        [str(r[1]) for r in rows],
     )
 
 

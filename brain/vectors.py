@@ -42,7 +42,14 @@ from brain.embedders import Embedder
 from brain.errors import EmbedderMismatch
 from brain.store import Store
 
-__all__ = ["Pending", "VectorIndex", "note_vectors_changed", "stored_identity", "text_hash"]
+__all__ = [
+    "Pending",
+    "VectorIndex",
+    "pending_batch",
+    "note_vectors_changed",
+    "stored_identity",
+    "text_hash",
+]
 
 Kind = Literal["message", "summary", "node"]
 _KINDS: Final[tuple[Kind, Kind, Kind]] = ("message", "summary", "node")
@@ -50,6 +57,33 @@ _EPOCH_KEY: Final = "vectors_epoch:"
 EXACT_BELOW: Final = 200_000
 """Unscoped searches are exact below this many rows (~5 ms at dim 256), IVF above."""
 _TAIL_FRACTION: Final = 0.2  # unclustered rows, relative to clustered, before a rebuild
+
+
+def pending_batch(
+    store: Store,
+    keys: Sequence[tuple[Kind, int]],
+    conversations: Sequence[int],
+    texts: Sequence[str],
+) -> Pending:
+    """A batch for ``VectorIndex.put``: which texts need embedding, each once.
+
+    A text whose hash already has a stored vector is copied from it (slot -1);
+    the others get a slot in ``to_embed``, shared by equal texts in the batch.
+    """
+    hashes = tuple(text_hash(t) for t in texts)
+    slot_of: dict[bytes, int] = {}
+    to_embed: list[str] = []
+    slots: list[int] = []
+    for text, digest in zip(texts, hashes, strict=True):
+        if digest not in slot_of:
+            stored = store.one("SELECT 1 FROM vectors WHERE text_hash = ? LIMIT 1", (digest,))
+            slot_of[digest] = -1 if stored is not None else len(to_embed)
+            if stored is None:
+                to_embed.append(text)
+        slots.append(slot_of[digest])
+    return Pending(
+        tuple(keys), tuple(conversations), tuple(texts), hashes, tuple(slots), tuple(to_embed)
+    )
 
 
 def text_hash(text: str) -> bytes:
@@ -213,25 +247,11 @@ class VectorIndex:
                         "DELETE FROM embed_queue WHERE kind = ? AND row_id = ?", (kind, row_id)
                     )
         live = [r for r in rows if r[3] is not None]
-        texts = tuple(str(r[3]) for r in live)
-        hashes = tuple(text_hash(t) for t in texts)
-        slot_of: dict[bytes, int] = {}
-        to_embed: list[str] = []
-        slots: list[int] = []
-        for text, digest in zip(texts, hashes, strict=True):
-            if digest not in slot_of:
-                stored = store.one("SELECT 1 FROM vectors WHERE text_hash = ? LIMIT 1", (digest,))
-                slot_of[digest] = -1 if stored is not None else len(to_embed)
-                if stored is None:
-                    to_embed.append(text)
-            slots.append(slot_of[digest])
-        return Pending(
-            tuple((r[0], int(r[1])) for r in live),
-            tuple(int(r[2]) for r in live),
-            texts,
-            hashes,
-            tuple(slots),
-            tuple(to_embed),
+        return pending_batch(
+            store,
+            [(r[0], int(r[1])) for r in live],
+            [int(r[2]) for r in live],
+            [str(r[3]) for r in live],
         )
 
     def put(self, store: Store, pending: Pending, embedded: npt.NDArray[np.float32]) -> int:
