@@ -148,8 +148,8 @@ def _seeds(
 
 def _suppressed_summaries(store: Store, graph: Graph) -> set[int]:
     rows = store.execute(
-        "SELECT n.id FROM nodes n JOIN summaries s ON s.id = n.summary_id "
-        "WHERE s.suppressed_at IS NOT NULL"
+        "SELECT n.id FROM summaries s INDEXED BY summaries_suppressed "
+        "JOIN nodes n ON n.summary_id = s.id WHERE s.suppressed_at IS NOT NULL"
     )
     return {int(r[0]) for r in rows}
 

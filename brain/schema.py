@@ -416,6 +416,8 @@ CREATE INDEX traces_chat ON traces(chat_id, id) WHERE chat_id IS NOT NULL;
 
 INSERT INTO nodes (node_id, kind, summary_id, created_at)
     SELECT summary_id, 'summary', id, created_at FROM summaries;
+-- Every graph query skips suppressed summary nodes: this keeps finding them cheap.
+CREATE INDEX summaries_suppressed ON summaries(id) WHERE suppressed_at IS NOT NULL;
 """
 
 MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
