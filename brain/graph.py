@@ -348,7 +348,23 @@ class Graph:
 
 
 def write_edges(store: Store, edges: Sequence[EdgeWrite]) -> None:
-    """Upsert edges (inside the caller's transaction); weights are clamped to [-1, 1]."""
+    """Upsert edges (inside the caller's transaction); weights are clamped to [-1, 1].
+
+    Edges touching a node that no longer exists are skipped: callers pick their
+    endpoints from a mirror read before the transaction, and another process (``brain
+    maintain`` merging or pruning) may have deleted one in between.
+    """
+    edges = [e for e in edges if e.source != e.target]
+    if not edges:
+        return
+    ends = sorted({e.source for e in edges} | {e.target for e in edges})
+    live = {
+        int(r[0])
+        for r in store.execute(
+            "SELECT id FROM nodes WHERE id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(ends).decode(),),
+        )
+    }
     stamp = now_iso()
     store.conn.executemany(
         "INSERT INTO edges (source, target, weight, kind, updated_at) VALUES (?, ?, ?, ?, ?) "
@@ -357,7 +373,7 @@ def write_edges(store: Store, edges: Sequence[EdgeWrite]) -> None:
         [
             (e.source, e.target, clamp_weight(e.weight), e.kind, stamp)
             for e in edges
-            if e.source != e.target
+            if e.source in live and e.target in live
         ],
     )
 
