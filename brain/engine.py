@@ -19,6 +19,7 @@ import numpy as np
 
 from brain import grants
 from brain.assemble import Assembled, AssembleOptions, Assembler, RecallReport
+from brain.bootstrap import BootstrapReport, OnFork, ProgressFn, bootstrap
 from brain.compaction import CompactionReport, Compactor
 from brain.config import BrainConfig, RecallMode
 from brain.content import MessageIn, normalize_time, restore
@@ -155,6 +156,29 @@ class Brain:
             return ingest(
                 self._store, session, messages, session_key=session_key, field=field, batch=batch
             )
+
+    def bootstrap(
+        self,
+        session: str,
+        path: str | Path,
+        *,
+        session_key: str | None = None,
+        on_fork: OnFork = "refuse",
+        progress: ProgressFn | None = None,
+    ) -> BootstrapReport:
+        """Reconcile a session from a JSONL transcript; see ``brain.bootstrap``.
+
+        The file is read outside the lock; each batch of messages takes it for
+        one transaction, so other requests go on between batches.
+        """
+        return bootstrap(
+            self._locked_store,
+            session,
+            path,
+            session_key=session_key,
+            on_fork=on_fork,
+            progress=progress,
+        )
 
     def embed_pending(self, batch: int = 256) -> int:
         """Embed one batch of queued rows; return how many were stored (0: nothing queued).

@@ -163,6 +163,43 @@ def _sync(config: DaemonConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _bootstrap(config: DaemonConfig, args: argparse.Namespace) -> int:
+    """Import a JSONL transcript in this process; safe while a daemon serves the database.
+
+    Each batch of messages is its own short transaction, so a serving daemon's
+    requests go on in between.
+    """
+    import dataclasses
+
+    from brain.errors import BrainError
+    from daemon.runner import open_brain
+
+    try:
+        brain = open_brain(config)
+    except Exception as exc:  # cannot open the database, etc.
+        print(f"brain bootstrap: {exc}", file=sys.stderr)
+        return 1
+    try:
+        report = brain.bootstrap(
+            args.session, args.file, session_key=args.session_key, on_fork=args.on_fork
+        )
+    except BrainError as exc:
+        print(f"brain bootstrap: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        brain.close()
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(dataclasses.asdict(report)) + b"\n")
+    else:
+        fork = f"; forked after {report.fork_point!r}" if report.forked else ""
+        print(
+            f"{report.session}: {report.format} transcript, {report.path_length} messages on "
+            f"the path; {report.imported} imported, {report.already_present} already present, "
+            f"{report.skipped} skipped{fork} ({report.took_ms:.0f} ms)"
+        )
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="brain", description="Memory daemon for AI agents (NDJSON over stdio)."
@@ -199,7 +236,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     maintain.add_argument("--json", action="store_true", help="print the report as JSON")
     maintain.set_defaults(func=_maintain)
-    for p in (serve, call, sync, maintain):
+    boot = sub.add_parser("bootstrap", help="import a session's JSONL transcript (resumable)")
+    boot.add_argument("file", help="the transcript: an OpenClaw session or {role, content} lines")
+    boot.add_argument("--session", required=True, help="the session to import into")
+    boot.add_argument("--session-key", help="file the session under this key")
+    boot.add_argument(
+        "--on-fork",
+        choices=("refuse", "append"),
+        default="refuse",
+        help="when stored messages follow the newest transcript message stored (default refuse)",
+    )
+    boot.add_argument("--json", action="store_true", help="print the report as JSON")
+    boot.set_defaults(func=_bootstrap)
+    for p in (serve, call, sync, maintain, boot):
         p.add_argument("--config", help="TOML config file (default $BRAIN_CONFIG)")
         for option in OPTIONS:
             p.add_argument(

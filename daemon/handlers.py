@@ -25,6 +25,7 @@ from brain.traverse import TraverseOptions
 from daemon.context import Context
 from protocol.methods import (
     AssembleParams,
+    BootstrapParams,
     CompactParams,
     ExpandQueryParams,
     GrantParams,
@@ -279,6 +280,21 @@ async def sync(ctx: Context, params: SyncParams) -> dict[str, Any]:
     return dataclasses.asdict(report)
 
 
+async def bootstrap(ctx: Context, params: BootstrapParams) -> dict[str, Any]:
+    """Import a transcript file from its anchor on, in batches, in a worker thread."""
+    report = await ctx.db(
+        ctx.brain.bootstrap,
+        params.session,
+        params.path,
+        session_key=params.session_key,
+        on_fork="append" if params.on_fork == "append" else "refuse",
+    )
+    compaction = ctx.brain.config.compaction
+    if report.imported and compaction.auto:
+        ctx.compactions.request(params.session)  # as after ingest: it checks the threshold
+    return dataclasses.asdict(report)
+
+
 def _workspace_lane(params: Any) -> str | None:
     # Two syncs of one workspace run in order; other requests need not wait for them.
     return f"workspace:{params.workspace}"
@@ -411,6 +427,7 @@ HANDLERS: dict[str, Handler] = {
     "trace": Handler(trace, _chat_lane),
     "sync": Handler(sync, _workspace_lane, mutates=True),
     "maintain": Handler(maintain, _no_lane, mutates=True),
+    "bootstrap": Handler(bootstrap, _session_lane, mutates=True),
     "health": Handler(health, _no_lane),
     "save": Handler(save, _no_lane),
     "reload": Handler(reload, _no_lane),

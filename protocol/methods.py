@@ -496,6 +496,38 @@ class SyncParams:
         return cls(workspace, tuple(raw_paths), tuple(raw_authority.items()))
 
 
+ON_FORK: Final = ("refuse", "append")
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapParams:
+    """``bootstrap``: ``{"session", "path", "session_key"?, "on_fork"?}``.
+
+    ``path`` is a JSONL transcript the daemon can read (relative paths are the
+    daemon's working directory's: prefer absolute ones). ``on_fork``: ``refuse``
+    (the default: a Conflict when stored messages of the session follow the
+    newest transcript message stored) or ``append`` (add the transcript's
+    branch after them).
+    """
+
+    session: str
+    path: str
+    session_key: str | None = None
+    on_fork: str = "refuse"
+
+    @classmethod
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
+        f = Fields(obj)
+        session = f.required_str("session")
+        path = f.required_str("path", max_len=MAX_PATH_LEN)
+        session_key = f.optional_str("session_key")
+        on_fork = f.optional_str("on_fork") or "refuse"
+        if on_fork not in ON_FORK:
+            raise InvalidParams(f"{f.path('on_fork')}: must be one of {', '.join(ON_FORK)}")
+        f.done()
+        return cls(session, path, session_key, on_fork)
+
+
 @dataclass(frozen=True, slots=True)
 class ExpandQueryParams:
     """``expand_query``: ``{"prompt", "session" | "all": true, "summary_ids"?, "query"?, ...}``.
@@ -690,6 +722,9 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "trace": MethodSpec(TraceParams, "a query's seeds, steps and fired nodes"),
     "sync": MethodSpec(SyncParams, "index a workspace's markdown files as graph chunks"),
     "maintain": MethodSpec(MaintainParams, "decay, merge, prune, connect and scale the graph"),
+    "bootstrap": MethodSpec(
+        BootstrapParams, "import a session's JSONL transcript after what is stored"
+    ),
     "health": MethodSpec(NoParams, "the retrieval graph's shape: counts, tiers, orphans"),
     "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
     "reload": MethodSpec(NoParams, "reopen the database and rebuild hot state"),

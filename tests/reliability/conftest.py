@@ -20,6 +20,8 @@ import apsw
 import orjson
 import pytest
 
+from tests.e2e.conftest import spawn  # noqa: F401 (the real-process fixture, shared)
+
 T = TypeVar("T")
 
 _FIGURES: list[dict[str, Any]] = []

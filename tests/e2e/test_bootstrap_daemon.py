@@ -1,0 +1,85 @@
+"""``bootstrap`` through a real daemon over the protocol, and ``brain bootstrap`` on its file."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from protocol import errors
+from tests.brain.test_bootstrap import ACTIVE, BRANCH_A, BRANCH_B, TRUNK
+from tests.e2e.conftest import BRAIN, DEADLINE, Spawn, serve_argv, stored_client_ids
+
+
+def _write(path: Path, entries: list[Any]) -> Path:
+    header = {"type": "session", "version": 3, "id": "sess", "timestamp": "2025-06-01T10:00:00Z"}
+    path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in [header, *entries]))
+    return path
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [str(BRAIN), "bootstrap", *args], capture_output=True, timeout=DEADLINE, check=False
+    )
+
+
+def test_a_daemon_bootstraps_a_transcript_refuses_a_fork_and_appends_it_when_asked(
+    db_path: Path, spawn: Spawn, tmp_path: Path
+) -> None:
+    before = _write(tmp_path / "before.jsonl", [*TRUNK, *BRANCH_A])
+    after = _write(tmp_path / "after.jsonl", [*TRUNK, *BRANCH_A, *BRANCH_B])
+    daemon = spawn(serve_argv(db_path))
+
+    first = daemon.call(1, "bootstrap", {"session": "s", "path": str(before)})["result"]
+    again = daemon.call(2, "bootstrap", {"session": "s", "path": str(before)})["result"]
+    refused = daemon.call(3, "bootstrap", {"session": "s", "path": str(after)})["error"]
+    appended = daemon.call(
+        4, "bootstrap", {"session": "s", "path": str(after), "on_fork": "append"}
+    )
+
+    assert (first["format"], first["imported"], first["anchor"]) == ("openclaw", 6, None)
+    assert (again["imported"], again["anchor"]) == (0, "e6a")
+    assert refused["code"] == errors.Conflict.CODE
+    assert refused["data"]["fork_point"] == "e4"
+    result = appended["result"]
+    assert (result["forked"], result["fork_point"], result["imported"]) == (True, "e4", 2)
+    bad = daemon.call(5, "bootstrap", {"session": "s", "path": str(after), "on_fork": "merge"})
+    assert bad["error"]["code"] == errors.InvalidParams.CODE
+    assert daemon.finish()[0] == 0
+    assert stored_client_ids(db_path, "s") == [*ACTIVE[:4], "e5a", "e6a", "e5b", "e6b"]
+
+
+def test_a_malformed_line_over_the_protocol_is_invalid_params_naming_the_line(
+    db_path: Path, spawn: Spawn, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(b'{"role": "user", "content": "hi"}\n{"role": \n')
+    daemon = spawn(serve_argv(db_path))
+
+    answer = daemon.call(1, "bootstrap", {"session": "s", "path": str(transcript)})
+
+    assert answer["error"]["code"] == errors.InvalidParams.CODE
+    assert "line 2" in answer["error"]["message"]
+    assert daemon.finish()[0] == 0
+    assert stored_client_ids(db_path, "s") == []
+
+
+def test_brain_bootstrap_imports_a_file_resumes_it_and_reports_json(
+    db_path: Path, tmp_path: Path
+) -> None:
+    transcript = _write(tmp_path / "t.jsonl", [*TRUNK, *BRANCH_A, *BRANCH_B])
+
+    done = _cli("--db", str(db_path), "--session", "s", str(transcript))
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"6 imported" in done.stdout
+    again = _cli("--db", str(db_path), "--session", "s", str(transcript), "--json")
+    assert again.returncode == 0, again.stderr.decode()
+    report: dict[str, Any] = orjson.loads(again.stdout)
+    assert (report["imported"], report["already_present"], report["anchor"]) == (0, 6, "e6b")
+    assert stored_client_ids(db_path, "s") == ACTIVE
+
+    missing = _cli("--db", str(db_path), "--session", "s", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 1
+    assert b"cannot read" in missing.stderr
