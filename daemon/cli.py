@@ -39,12 +39,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(config: DaemonConfig, args: argparse.Namespace) -> int:
+    from daemon.notify import Notifier
     from daemon.runner import run
     from daemon.stdio import StdinSource, StdoutSink, claim_stdout
 
+    notifier = Notifier.from_environ()  # read and unset $NOTIFY_SOCKET before anything forks
     sink = StdoutSink(claim_stdout())
     try:
-        return anyio.run(run, config, StdinSource(0), sink)
+        return anyio.run(run, config, StdinSource(0), sink, notifier)
     except Exception as exc:  # cannot open the database, etc.
         log.error("daemon failed", error=str(exc))
         return 1

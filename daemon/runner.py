@@ -26,6 +26,7 @@ from daemon.config import DaemonConfig
 from daemon.context import Context
 from daemon.dispatch import Dispatcher
 from daemon.logs import log
+from daemon.notify import Notifier
 from daemon.server import ByteSource, FrameSink, Server
 
 
@@ -114,8 +115,33 @@ def open_brain(config: DaemonConfig) -> Brain:
     return brain
 
 
-async def run(config: DaemonConfig, source: ByteSource, sink: FrameSink) -> int:
-    """Serve one database until EOF, ``shutdown`` or SIGTERM/SIGINT; return the exit code."""
+async def run(
+    config: DaemonConfig, source: ByteSource, sink: FrameSink, notifier: Notifier | None = None
+) -> int:
+    """Serve one database until EOF, ``shutdown`` or SIGTERM/SIGINT; return the exit code.
+
+    ``notifier`` tells systemd when the daemon is ready, alive and stopping
+    (``brain serve`` passes one built from its environment; none: silent).
+    """
+    notifier = notifier or Notifier(None)
+    try:
+        async with anyio.create_task_group() as watchdog:
+            # From start to the last flush: systemd's watchdog keeps running while
+            # the service stops, so a slow open or a slow close must still ping.
+            watchdog.start_soon(notifier.watchdog)
+            try:
+                await _run(config, source, sink, notifier)
+            finally:
+                notifier.stopping()
+                watchdog.cancel_scope.cancel()
+    finally:
+        notifier.close()
+    return 0
+
+
+async def _run(
+    config: DaemonConfig, source: ByteSource, sink: FrameSink, notifier: Notifier
+) -> None:
     brain = await anyio.to_thread.run_sync(open_brain, config)
     log.info("serving", db=str(brain.path), pid=os.getpid())
     context = Context(brain)
@@ -125,6 +151,7 @@ async def run(config: DaemonConfig, source: ByteSource, sink: FrameSink) -> int:
         max_line=config.max_line_bytes,
         max_inflight=config.max_inflight,
         shutdown_timeout_s=config.shutdown_timeout_s,
+        on_stop=lambda reason: notifier.stopping(f"stopping: {reason}"),
     )
     saver = AutoSaver(context, config.autosave_writes, config.autosave_seconds)
     try:
@@ -135,6 +162,9 @@ async def run(config: DaemonConfig, source: ByteSource, sink: FrameSink) -> int:
             context.compactions.attach(tg)
             context.on_write(context.embeddings.request)
             tg.start_soon(context.embeddings.run)
+            # The engine is open and nothing stands between the source and the
+            # dispatcher any more: the next line read gets an answer.
+            notifier.ready(f"serving {brain.path}")
             await server.serve(source)
             brain.stop_compactions()
             context.embeddings.stop()
@@ -143,7 +173,6 @@ async def run(config: DaemonConfig, source: ByteSource, sink: FrameSink) -> int:
         with anyio.CancelScope(shield=True), anyio.move_on_after(config.shutdown_timeout_s):
             await anyio.to_thread.run_sync(brain.close)
     log.info("closed", db=str(brain.path), writes=context.writes)
-    return 0
 
 
 async def _watch_signals(server: Server) -> None:

@@ -17,6 +17,7 @@ memory stream in tests), line framing (``protocol.framing``) and a dispatcher.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final, Protocol
 
 import anyio
@@ -59,6 +60,7 @@ class Server:
         max_line: int,
         max_inflight: int = 1024,
         shutdown_timeout_s: float = 30.0,
+        on_stop: Callable[[str], object] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.sink = sink
@@ -73,6 +75,8 @@ class Server:
         self._recv_scope: anyio.CancelScope | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self.stop_reason: str | None = None
+        # Called once, with the reason, when the server stops reading (systemd's STOPPING=1).
+        self._on_stop = on_stop
         self._splitter = LineSplitter(max_line)
 
     async def serve(self, source: ByteSource) -> None:
@@ -81,8 +85,7 @@ class Server:
             self._tg = tg
             await self._read(source)
             if self.stop_reason is None:
-                self.stop_reason = "eof"
-            self._stopping = True
+                self._begin_stop("eof")
             await self._drain(source)
             with anyio.move_on_after(self.shutdown_timeout_s) as bounded:
                 await self._wait_idle()
@@ -94,10 +97,15 @@ class Server:
     def stop(self, reason: str) -> None:
         """Stop reading (safe to call from a signal-watching task, and twice)."""
         if not self._stopping:
-            self._stopping = True
-            self.stop_reason = reason
+            self._begin_stop(reason)
         if self._recv_scope is not None:
             self._recv_scope.cancel()
+
+    def _begin_stop(self, reason: str) -> None:
+        self._stopping = True
+        self.stop_reason = reason
+        if self._on_stop is not None:
+            self._on_stop(reason)
 
     # -- reading --------------------------------------------------------------
 
