@@ -28,6 +28,7 @@ from brain.content import normalize_time
 from brain.context import Conversation, Item, conversation_by_id, replace_run, tail_start
 from brain.dag import NewSummary, Summary, insert_summary, load_summaries, summary_cost
 from brain.messages import StoredMessage, load_messages
+from brain.progress import Progress, ignore
 from brain.store import Store
 from brain.summarize import (
     SourceItem,
@@ -108,11 +109,17 @@ class Compactor:
             report.took_ms = (time.perf_counter() - started) * 1000
         return report
 
-    def sweep(self, conversation_id: int, target_tokens: int | None = None) -> CompactionReport:
+    def sweep(
+        self,
+        conversation_id: int,
+        target_tokens: int | None = None,
+        progress: Progress = ignore,
+    ) -> CompactionReport:
         """Full sweep: every eligible leaf pass, then condensation, until a pass saves nothing.
 
         With ``target_tokens``: bounded rounds of sweeps, at the pressure fanout,
-        until the context fits (or nothing more can be folded).
+        until the context fits (or nothing more can be folded). ``progress`` hears
+        the summaries made so far after each pass (phases ``leaf``, ``condense``).
         """
         report = CompactionReport()
         with self._exclusive(conversation_id, wait=True):
@@ -125,8 +132,9 @@ class Compactor:
                 if target_tokens is not None and before <= target_tokens:
                     break
                 while not self._stopping.is_set() and self._leaf_pass(conversation_id, report):
-                    pass
+                    progress(len(report.summaries), None, "leaf")
                 self._condense(conversation_id, report, -1, fanout)
+                progress(len(report.summaries), None, "condense")
                 if self._conversation(conversation_id).context_tokens >= before:
                     break
             report.tokens_after = self._conversation(conversation_id).context_tokens

@@ -32,6 +32,7 @@ from brain.grants import Grant, Reach
 from brain.graph import Graph, NewNode
 from brain.ingest import GENERATED_ID, IngestResult, ingest
 from brain.maintain import TASKS, Health, MaintainOptions, MaintainReport, health, maintain
+from brain.progress import Progress, ignore
 from brain.recall import answer, gather
 from brain.retrieval import LearnResult, QueryResult, TeachResult, learn, run_query, teach
 from brain.search import GrepOptions, Hit, Nearest, grep
@@ -292,6 +293,7 @@ class Brain:
         *,
         embed: bool = True,
         max_chars: int = CHUNK_CHARS,
+        progress: Progress = ignore,
     ) -> SyncReport:
         """Index a workspace's markdown as chunk nodes, incrementally (``brain.sync``).
 
@@ -301,18 +303,21 @@ class Brain:
         query right after finds them), in batches, outside the lock, unless the
         database's vectors belong to another embedder: then, as when the provider
         fails, they stay queued for the background embedder of the process that
-        owns the index. A sync never switches the database's embedder.
+        owns the index. A sync never switches the database's embedder. ``progress``
+        hears files indexed (phase ``index``) and nodes embedded (``embed``).
         """
         started = time.perf_counter()
         read = read_workspace(workspace, paths, authority, max_chars=max_chars)
         added = kept = moved = removed = edges = 0
         new_rows: list[int] = []
-        for file in read.files:
+        for n, file in enumerate(read.files):
+            progress(n, len(read.files), "index")
             with self._lock:
                 done = sync_file(self._store, read.root, file)
             added, kept, moved = added + done.added, kept + done.kept, moved + done.moved
             removed, edges = removed + done.removed, edges + done.edges
             new_rows.extend(done.new_rows)
+        progress(len(read.files), len(read.files), "index")
         sources = [f.source for f in read.files]
         while True:
             with self._lock:
@@ -320,7 +325,7 @@ class Brain:
             removed += gone
             if not left:
                 break
-        embedded = self._embed_nodes(new_rows) if embed and new_rows else 0
+        embedded = self._embed_nodes(new_rows, progress=progress) if embed and new_rows else 0
         with self._lock:
             nodes = workspace_nodes(self._store, read.root)
         return SyncReport(
@@ -337,7 +342,9 @@ class Brain:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
-    def _embed_nodes(self, row_ids: Sequence[int], batch: int = 256) -> int:
+    def _embed_nodes(
+        self, row_ids: Sequence[int], batch: int = 256, progress: Progress = ignore
+    ) -> int:
         """Embed the queued nodes among ``row_ids`` now; how many got a vector.
 
         Skipped (left queued) when the stored vectors are another embedder's; a
@@ -356,6 +363,7 @@ class Brain:
             index = self._graph_vectors(embedder)
         done = 0
         for at in range(0, len(row_ids), batch):
+            progress(at, len(row_ids), "embed")
             with self._lock:
                 pending = pending_nodes(self._store, row_ids[at : at + batch])
             try:
@@ -368,6 +376,7 @@ class Brain:
                     done += index.put(self._store, pending, vectors)
             except (ProviderError, EmbedderMismatch):
                 break
+        progress(len(row_ids), len(row_ids), "embed")
         return done
 
     def learn(
@@ -397,6 +406,7 @@ class Brain:
         *,
         dry_run: bool = False,
         options: MaintainOptions | None = None,
+        progress: Progress = ignore,
     ) -> MaintainReport:
         """Run the graph's slow loop (``brain.maintain``); ``dry_run`` writes nothing.
 
@@ -405,7 +415,14 @@ class Brain:
         """
         with self._lock:
             try:
-                return maintain(self._store, self._graph, tasks, dry_run=dry_run, options=options)
+                return maintain(
+                    self._store,
+                    self._graph,
+                    tasks,
+                    dry_run=dry_run,
+                    options=options,
+                    progress=progress,
+                )
             finally:
                 self._graph.invalidate()
 
@@ -666,9 +683,11 @@ class Brain:
 
     # -- compaction ---------------------------------------------------------
 
-    def compact(self, session: str, *, target_tokens: int | None = None) -> CompactionReport:
+    def compact(
+        self, session: str, *, target_tokens: int | None = None, progress: Progress = ignore
+    ) -> CompactionReport:
         """Full sweep (or bounded sweeps down to ``target_tokens``) of a session."""
-        return self._compactor.sweep(self._conversation_id(session), target_tokens)
+        return self._compactor.sweep(self._conversation_id(session), target_tokens, progress)
 
     def compact_incremental(self, session: str) -> CompactionReport:
         """Fold history if raw tokens outside the fresh tail are over the threshold."""

@@ -35,6 +35,7 @@ import orjson
 
 from brain.errors import InvalidInput
 from brain.graph import Graph, bump_epoch, clamp_weight
+from brain.progress import Progress, ignore
 from brain.store import Store
 from brain.vectors import note_vectors_changed
 
@@ -771,8 +772,11 @@ def maintain(
     dry_run: bool = False,
     options: MaintainOptions | None = None,
     now: datetime | None = None,
+    progress: Progress = ignore,
 ) -> MaintainReport:
     """Run ``tasks`` (always in ``TASKS`` order); ``dry_run`` reports without writing.
+
+    ``progress`` hears each task as it starts (done = tasks finished), then "done".
 
     ``graph`` (this process's mirror) is marked stale afterwards; other
     processes' mirrors reload on their own, since every chunk bumps the epoch.
@@ -788,12 +792,15 @@ def maintain(
     writer = _Writer(store, options.chunk, dry_run)
     reports: dict[str, dict[str, Any]] = {}
     try:
+        wanted = [name for name in TASKS if name in tasks and name in _RUNNERS]
         for name in TASKS:
             if name in tasks and name in _RUNNERS:
+                progress(len(reports), len(wanted), name)
                 task_started = time.perf_counter()
                 report = _RUNNERS[name](snap, writer, options, moment)
                 report["took_ms"] = round((time.perf_counter() - task_started) * 1000, 3)
                 reports[name] = report
+        progress(len(reports), len(wanted), "done")
     finally:
         if graph is not None:
             graph.invalidate()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import orjson
@@ -67,18 +67,25 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     except orjson.JSONDecodeError as exc:
         print(f"brain call: PARAMS is not JSON: {exc}", file=sys.stderr)
         return 2
-    line = encode_frame({"id": 1, "method": args.method, "params": params})
+    show = sys.stderr.isatty() if args.progress is None else bool(args.progress)
+    line = encode_frame({"id": 1, "method": args.method, "params": params, "progress": show})
+    bar = ProgressBar(sys.stderr)
 
     async def once() -> bytes | None:
         brain = await anyio.to_thread.run_sync(open_brain, config)
         try:
             dispatcher = Dispatcher(Context(brain))
             item = dispatcher.prepare(line)
-            return item.frame if isinstance(item, Answer) else await dispatcher.execute(item)
+            if isinstance(item, Answer):
+                return item.frame
+            return await dispatcher.execute(item, bar.send)
         finally:
             await anyio.to_thread.run_sync(brain.close)
 
-    frame = anyio.run(once)
+    try:
+        frame = anyio.run(once)
+    finally:
+        bar.finish()
     assert frame is not None
     response = orjson.loads(frame)
     if "error" in response:
@@ -202,6 +209,41 @@ def _bootstrap(config: DaemonConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+class ProgressBar:
+    """Renders ``progress`` notifications as one self-rewriting line on a stream."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.drawn = False
+
+    async def send(self, frame: bytes) -> None:
+        """Take a frame the dispatcher would send the client; draw progress ones."""
+        message = orjson.loads(frame)
+        if message.get("method") == "progress":
+            self.draw(message["params"])
+
+    def draw(self, params: dict[str, Any]) -> None:
+        """One line: phase, a bar when the total is known, and the counts."""
+        done, total, phase = params.get("done", 0), params.get("total"), params.get("phase", "")
+        if total:
+            filled = min(self.WIDTH, self.WIDTH * done // total)
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            text = f"{phase:>10} [{bar}] {done}/{total}"
+        else:
+            text = f"{phase:>10} {done}"
+        self.stream.write("\r" + text.ljust(self.WIDTH + 30))
+        self.stream.flush()
+        self.drawn = True
+
+    def finish(self) -> None:
+        """End the progress line, if one was drawn."""
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="brain", description="Memory daemon for AI agents (NDJSON over stdio)."
@@ -212,6 +254,12 @@ def _parser() -> argparse.ArgumentParser:
     call = sub.add_parser("call", help="run one request and print its result")
     call.add_argument("method", help="method name, e.g. info")
     call.add_argument("params", nargs="?", help="params as JSON ('-' reads stdin)")
+    call.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar on stderr (default: when stderr is a terminal)",
+    )
     call.set_defaults(func=_call)
     sync = sub.add_parser("sync", help="index a workspace's markdown files into the graph")
     sync.add_argument("--workspace", required=True, help="the workspace directory")

@@ -13,6 +13,7 @@ and foreign exceptions become protocol errors.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ import brain.errors as engine
 from brain import Brain
 from brain.grants import Reach
 from brain.tokens import estimate_tokens
+from daemon import progress
 from daemon.context import Context
 from daemon.handlers import HANDLERS, Handler
 from daemon.logs import log
@@ -90,8 +92,25 @@ class Dispatcher:
             return self._reject(parsed.id, exc, parsed.notification, parsed.jsonrpc)
         return Call(parsed, handler, params, handler.lane(params))
 
-    async def execute(self, call: Call) -> bytes | None:
-        """Run a prepared call; return its response frame (None for a notification)."""
+    async def execute(
+        self, call: Call, send: Callable[[bytes], Awaitable[None]] | None = None
+    ) -> bytes | None:
+        """Run a prepared call; return its response frame (None for a notification).
+
+        ``send`` writes a frame to the client: with it, a request that asked for
+        ``progress`` gets progress notifications while it runs (``daemon.progress``).
+        """
+        request = call.request
+        token = None
+        if request.progress and send is not None and not request.notification:
+            token = progress.current.set(progress.reporter(request.id, send))
+        try:
+            return await self._execute(call)
+        finally:
+            if token is not None:
+                progress.current.reset(token)
+
+    async def _execute(self, call: Call) -> bytes | None:
         request = call.request
         try:
             if request.grant is None:

@@ -20,8 +20,10 @@ from brain.compaction import CompactionReport
 from brain.config import RecallMode
 from brain.graph import NewNode
 from brain.maintain import MaintainOptions
+from brain.progress import ignore as progress_ignore
 from brain.search import GrepOptions, Mode, Scope
 from brain.traverse import TraverseOptions
+from daemon import progress
 from daemon.context import Context
 from protocol.methods import (
     AssembleParams,
@@ -139,7 +141,10 @@ _RECALL_MODES: dict[str, RecallMode] = {"off": "off", "shadow": "shadow", "on": 
 async def compact(ctx: Context, params: CompactParams) -> dict[str, Any]:
     """A full sweep (or sweeps down to a target) now, in a worker thread."""
     report = await ctx.compactions.run(
-        ctx.brain.compact, params.session, target_tokens=params.target_tokens
+        ctx.brain.compact,
+        params.session,
+        target_tokens=params.target_tokens,
+        progress=progress.get() or progress_ignore,
     )
     return _report(report)
 
@@ -275,7 +280,11 @@ async def trace(ctx: Context, params: TraceParams) -> dict[str, Any]:
 async def sync(ctx: Context, params: SyncParams) -> dict[str, Any]:
     """Index a workspace's markdown as chunk nodes; new chunks are embedded before the answer."""
     report = await ctx.db(
-        ctx.brain.sync, params.workspace, params.paths, dict(params.authority) or None
+        ctx.brain.sync,
+        params.workspace,
+        params.paths,
+        dict(params.authority) or None,
+        progress=progress.get() or progress_ignore,
     )
     return dataclasses.asdict(report)
 
@@ -303,7 +312,13 @@ def _workspace_lane(params: Any) -> str | None:
 async def maintain(ctx: Context, params: MaintainParams) -> dict[str, Any]:
     """The graph's slow loop, in a worker thread (ping is answered meanwhile)."""
     options = MaintainOptions(**dict(params.knobs))  # type: ignore[arg-type]
-    report = await ctx.db(ctx.brain.maintain, params.tasks, dry_run=params.dry_run, options=options)
+    report = await ctx.db(
+        ctx.brain.maintain,
+        params.tasks,
+        dry_run=params.dry_run,
+        options=options,
+        progress=progress.get() or progress_ignore,
+    )
     out = report.to_dict()
     out.pop("took_ms")
     return {**out, "took_ms": report.took_ms}

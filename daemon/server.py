@@ -186,7 +186,7 @@ class Server:
         try:
             if previous is not None:
                 await previous.wait()
-            frame = await self.dispatcher.execute(call)
+            frame = await self.dispatcher.execute(call, self.sink.send)
             if frame is not None:
                 await self.sink.send(frame)
         finally:

@@ -114,10 +114,12 @@ class Client:
         *,
         timeout: float = 60.0,
         grant: str | None = None,
+        progress: bool = False,
     ) -> Any:
         """Send a request (carrying ``grant`` if given) and wait for its result;
-        raise the typed error on failure."""
-        response = self.request(method, params, timeout=timeout, grant=grant)
+        raise the typed error on failure. With ``progress`` the daemon's progress
+        notifications for it arrive in ``notifications`` while it runs."""
+        response = self.request(method, params, timeout=timeout, grant=grant, progress=progress)
         if "error" in response:
             raise error_from_obj(response["error"])
         return response.get("result")
@@ -129,6 +131,7 @@ class Client:
         *,
         timeout: float = 60.0,
         grant: str | None = None,
+        progress: bool = False,
     ) -> dict[str, Any]:
         """Send a request and return the whole response frame."""
         request_id = next(self._ids)
@@ -142,6 +145,8 @@ class Client:
             frame["params"] = dict(params)
         if grant is not None:
             frame["grant"] = grant
+        if progress:
+            frame["progress"] = True
         try:
             self.send_raw(encode_frame(frame))
         except OSError as exc:

@@ -22,7 +22,7 @@ from protocol.framing import encode_frame
 RequestId = str | int | None
 MAX_METHOD_LEN: Final = 128
 MAX_GRANT_LEN: Final = 64
-_MEMBERS: Final = frozenset({"id", "method", "params", "jsonrpc", "grant"})
+_MEMBERS: Final = frozenset({"id", "method", "params", "jsonrpc", "grant", "progress"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +35,8 @@ class Request:
     notification: bool = False
     jsonrpc: bool = False
     grant: str | None = None
+    progress: bool = False
+    """The client asked for ``progress`` notifications while this request runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,11 @@ def parse_request(line: bytes) -> Request | Rejected:
             False,
             jsonrpc,
         )
+    progress = obj.get("progress", False)
+    if not isinstance(progress, bool):
+        return Rejected(
+            request_id, InvalidRequest("progress must be true or false"), False, jsonrpc
+        )
     params = obj.get("params", {})
     if params is None:
         params = {}
@@ -100,7 +107,7 @@ def parse_request(line: bytes) -> Request | Rejected:
             notification,
             jsonrpc,
         )
-    return Request(request_id, method, params, notification, jsonrpc, grant)
+    return Request(request_id, method, params, notification, jsonrpc, grant, progress)
 
 
 def result_frame(request_id: RequestId, result: Any, jsonrpc: bool = False) -> bytes:
