@@ -124,6 +124,7 @@ async def run(
     (``brain serve`` passes one built from its environment; none: silent).
     """
     notifier = notifier or Notifier(None)
+    failure: Exception | None = None
     try:
         async with anyio.create_task_group() as watchdog:
             # From start to the last flush: systemd's watchdog keeps running while
@@ -131,11 +132,17 @@ async def run(
             watchdog.start_soon(notifier.watchdog)
             try:
                 await _run(config, source, sink, notifier)
+            except Exception as exc:
+                # Raised below, outside the group, so callers see the error itself
+                # ("cannot open database") rather than an ExceptionGroup around it.
+                failure = exc
             finally:
                 notifier.stopping()
                 watchdog.cancel_scope.cancel()
     finally:
         notifier.close()
+    if failure is not None:
+        raise failure
     return 0
 
 
