@@ -1,5 +1,6 @@
-"""The ``brain`` command: ``brain serve`` (the daemon), ``brain call`` (one request)
-and ``brain sync`` (index a workspace's markdown into the graph).
+"""The ``brain`` command: ``brain serve`` (the daemon), ``brain call`` (one request),
+``brain sync`` (index a workspace's markdown into the graph) and ``brain doctor``
+(check and repair a database).
 
 ``python -m daemon [options]`` is ``brain serve [options]``.
 """
@@ -134,6 +135,27 @@ def _maintain(config: DaemonConfig, args: argparse.Namespace) -> int:
         counts = ", ".join(f"{k} {v}" for k, v in task.items() if k not in ("ids", "took_ms"))
         print(f"  {name}: {counts}")
     return 0
+
+
+def _doctor(config: DaemonConfig, args: argparse.Namespace) -> int:
+    """Check the database (and repair what is safe); exit 0 only when every check is ok.
+
+    Safe while a daemon serves the database: checks are reads, and every repair
+    is its own short transaction.
+    """
+    from brain.doctor import doctor, format_report, report_json
+    from brain.errors import BrainError
+
+    try:
+        report = doctor(config.db, config.brain, repair=args.repair, deep=args.deep)
+    except BrainError as exc:
+        print(f"brain doctor: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.buffer.write(report_json(report) + b"\n")
+    else:
+        print(format_report(report))
+    return 0 if report.ok else 1
 
 
 def _sync(config: DaemonConfig, args: argparse.Namespace) -> int:
@@ -307,6 +329,21 @@ def _parser() -> argparse.ArgumentParser:
                 metavar=option.key.upper(),
                 help=f"{option.help} (${option.env})",
             )
+    doc = sub.add_parser("doctor", help="check the database's invariants; --repair fixes")
+    doc.add_argument("--repair", action="store_true", help="repair what loses no data")
+    doc.add_argument(
+        "--deep", action="store_true", help="full integrity_check and sha256 of every payload"
+    )
+    doc.add_argument("--json", action="store_true", help="print the report as JSON")
+    doc.set_defaults(func=_doctor)
+    doc.add_argument("--config", help="TOML config file (default $BRAIN_CONFIG)")
+    for option in OPTIONS:
+        doc.add_argument(
+            f"--{option.key.replace('_', '-')}",
+            dest=option.key,
+            metavar=option.key.upper(),
+            help=f"{option.help} (${option.env})",
+        )
     return parser
 
 
