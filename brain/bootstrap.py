@@ -42,6 +42,7 @@ import orjson
 from brain.content import MessageIn
 from brain.errors import Conflict, InvalidInput
 from brain.ingest import ingest
+from brain.progress import Progress
 from brain.store import Store
 
 BATCH: Final = 500
@@ -51,9 +52,9 @@ SCAN_PROGRESS_LINES: Final = 5_000
 
 Format = Literal["openclaw", "plain"]
 OnFork = Literal["refuse", "append"]
-ProgressFn = Callable[[int, int | None, str], None]
-"""``progress(done, total, phase)``: phase ``scan`` counts bytes of the file,
-``import`` counts path messages after the anchor."""
+ProgressFn = Progress
+"""``progress(done, total, phase)`` (``brain.progress``): phase ``scan`` counts bytes
+of the file, ``import`` messages."""
 StoreLease = Callable[[], contextlib.AbstractContextManager[Store]]
 """Lends the store for one short piece of work (the engine's lock)."""
 

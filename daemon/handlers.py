@@ -297,6 +297,7 @@ async def bootstrap(ctx: Context, params: BootstrapParams) -> dict[str, Any]:
         params.path,
         session_key=params.session_key,
         on_fork="append" if params.on_fork == "append" else "refuse",
+        progress=progress.get(),
     )
     compaction = ctx.brain.config.compaction
     if report.imported and compaction.auto:

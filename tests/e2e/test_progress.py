@@ -74,3 +74,22 @@ def test_brain_call_draws_a_progress_bar_on_stderr(db_path: Path, tmp_path: Path
     assert '"files": 5' in done.stdout
     assert "index [" in done.stderr
     assert "5/5" in done.stderr
+
+
+def test_a_bootstrap_that_asks_for_progress_hears_the_scan_and_the_import(
+    db_path: Path, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    lines = [f'{{"role": "user", "content": "line {i}"}}' for i in range(1_200)]
+    transcript.write_text("\n".join(lines) + "\n")
+    with Client.spawn(db_path) as client:
+        report = client.call("bootstrap", {"session": "s", "path": str(transcript)}, progress=True)
+        assert report["imported"] == 1_200
+        params = []
+        while not client.notifications.empty():
+            params.append(client.notifications.get()["params"])
+    phases = [p["phase"] for p in params]
+    assert "scan" in phases
+    assert "import" in phases
+    last = [p for p in params if p["phase"] == "import"][-1]
+    assert last["done"] == last["total"] == 1_200
