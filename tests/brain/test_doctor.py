@@ -173,12 +173,35 @@ def _out_of_range_weight(sql: apsw.Connection) -> None:
     )
 
 
+def _drop_a_files_fts_row(sql: apsw.Connection) -> None:
+    sql.execute("DELETE FROM files_fts WHERE rowid = (SELECT min(id) FROM files_index)")
+
+
+def _delete_a_taught_node(sql: apsw.Connection) -> None:
+    sql.execute("DELETE FROM nodes WHERE kind = 'teaching'")  # its vector stays behind
+
+
+def _dangling_edge(sql: apsw.Connection) -> None:
+    sql.execute("PRAGMA foreign_keys = OFF")
+    sql.execute(
+        "INSERT INTO edges (source, target, weight, kind, updated_at) "
+        "SELECT min(id), 999999, 0.5, 'learned', '2026-01-01T00:00:00Z' FROM nodes"
+    )
+
+
 BREAKAGES: list[tuple[Callable[[apsw.Connection], None], str, dict[str, set[str]]]] = [
     (_delete_fts_row, "fts", {"fts": {"messages_fts_missing", "messages_fts_integrity"}}),
     (_delete_cjk_row, "fts", {"fts": {"messages_cjk_missing"}}),
     (_shorten_a_vector, "vectors", {"vectors": {"wrong_dim"}}),
     (_ghost_vector, "vectors", {"vectors": {"ghosts"}}),
     (_unqueue_a_row, "vectors", {"vectors": {"missing"}}),
+    (_drop_a_files_fts_row, "fts", {"fts": {"files_fts_missing"}}),
+    (_delete_a_taught_node, "vectors", {"vectors": {"ghosts"}}),
+    (
+        _dangling_edge,
+        "graph",
+        {"graph": {"dangling_edges"}, "integrity": {"foreign_key_violations"}},
+    ),
     (_tamper_totals, "context", {"context": {"wrong_totals"}}),
     (_delete_summary_node, "graph", {"graph": {"summaries_without_node"}}),
     # SQLite's own check sees the violated CHECK constraint too.
