@@ -67,7 +67,7 @@ def _line(request: Any, request_id: int) -> bytes:
 def test_a_stream_of_fuzzed_lines_gets_one_documented_answer_each_and_the_daemon_lives(
     tmp_path: Path, spawn: Spawn, size: Callable[[int, int], int], figures: dict[str, Any]
 ) -> None:
-    examples = size(150, 4_000)  # ~25 lines each: ~3k lines in CI, ~100k long
+    examples = size(150, 6_500)  # ~16 lines each on average: ~3k lines in CI, ~100k long
     daemon = spawn(serve_argv(tmp_path / "brain.db", "--large-payload-tokens", "50"))
     counter = {"lines": 0, "next_id": 1, "codes": {}}
 
