@@ -241,8 +241,14 @@ class Brain:
         chat_id: str | None = None,
         options: TraverseOptions | None = None,
         record: bool = True,
+        session: str | None = None,
     ) -> QueryResult:
-        """Retrieve from the graph: seeds nearest ``text``, spread, trace (``record``)."""
+        """Retrieve from the graph: seeds nearest ``text``, spread, trace (``record``).
+
+        With ``session`` only that session's summaries may fire (taught and workspace
+        nodes always may): what ``assemble`` shows one session never carries another
+        session's conversation.
+        """
         if not text.strip():
             raise InvalidInput("query", "must not be empty")
         embedder = self.embedder
@@ -253,6 +259,12 @@ class Brain:
         with self._lock:
             index = self._graph_vectors(embedder)
             index.verify(self._store)
+            scope = None
+            if session is not None:
+                row = self._store.one(
+                    "SELECT id FROM conversations WHERE session_id = ?", (session,)
+                )
+                scope = [] if row is None else [int(row[0])]
             return run_query(
                 self._store,
                 self._graph,
@@ -263,6 +275,7 @@ class Brain:
                 options or TraverseOptions(),
                 embed_ms,
                 record=record,
+                conversations=scope,
             )
 
     def teach(
@@ -521,7 +534,10 @@ class Brain:
             return replace(assembled, recall=RecallReport(recall, None, [], False, 0))
         max_chars = max(1, min(RECALL_MAX_CHARS, options.budget))  # ~a quarter in tokens
         found = self.query(
-            text[:16_384], chat_id=session, options=TraverseOptions(max_chars=max_chars)
+            text[:16_384],
+            chat_id=session,
+            options=TraverseOptions(max_chars=max_chars),
+            session=session,
         )
         if recall == "on" and found.context:
             block = f'<recall trace="{found.trace_id}">\n{found.context}\n</recall>'

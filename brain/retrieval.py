@@ -92,13 +92,24 @@ def run_query(
     embed_ms: float,
     *,
     record: bool = True,
+    conversations: Sequence[int] | None = None,
 ) -> QueryResult:
-    """Seed, traverse, record the trace (unless ``record`` is False), build the context."""
+    """Seed, traverse, record the trace (unless ``record`` is False), build the context.
+
+    ``conversations``: only summaries of these conversations may fire (taught,
+    directive and workspace nodes always may); None lets every summary fire.
+    """
     started = time.perf_counter()
     graph.refresh(store)
-    seeds = _seeds(store, graph, index, vector, options.top_k)
-    blocked = _suppressed_summaries(store, graph)
-    traversal = traverse(seeds, graph.neighbours, options, blocked.__contains__)
+    suppressed = _suppressed_summaries(store, graph)
+    outside = _OutsideScope(store, graph, conversations)
+    blocked = _Blocked(suppressed, outside)
+    seeds = [
+        (n, score)
+        for n, score in _seeds(store, graph, index, vector, options.top_k * 2)
+        if not outside(n)
+    ][: options.top_k]
+    traversal = traverse(seeds, graph.neighbours, options, blocked)
     traverse_ms = (time.perf_counter() - started) * 1000
     nodes = get_nodes(store, list(traversal.fired) + [n for n, _ in seeds])
     fired = [
@@ -144,6 +155,42 @@ def _seeds(
     # Learned priors reorder close candidates (the search over-fetched for them).
     seeds.sort(key=lambda s: -s[1])
     return seeds[:k]
+
+
+class _OutsideScope:
+    """Whether a node is a summary of a conversation outside the query's scope."""
+
+    def __init__(self, store: Store, graph: Graph, conversations: Sequence[int] | None) -> None:
+        self.store = store
+        self.graph = graph
+        self.scope = None if conversations is None else set(conversations)
+        self.seen: dict[int, bool] = {}
+
+    def __call__(self, node: int) -> bool:
+        if self.scope is None or self.graph.kind.get(node) != "summary":
+            return False
+        if node not in self.seen:
+            conversation = self.store.scalar(
+                "SELECT s.conversation_id FROM nodes n JOIN summaries s ON s.id = n.summary_id "
+                "WHERE n.id = ?",
+                (node,),
+            )
+            self.seen[node] = conversation not in self.scope
+        return self.seen[node]
+
+
+class _Blocked:
+    """Nodes that may not fire: suppressed summaries and summaries out of scope."""
+
+    def __init__(self, suppressed: set[int], outside: _OutsideScope) -> None:
+        self.suppressed = suppressed
+        self.outside = outside
+
+    def __call__(self, node: int) -> bool:
+        return node in self.suppressed or self.outside(node)
+
+    def __contains__(self, node: int) -> bool:
+        return self(node)
 
 
 def _suppressed_summaries(store: Store, graph: Graph) -> set[int]:

@@ -392,3 +392,26 @@ def test_priors_never_move_a_constitutional_node(fresh_brain: Brain) -> None:
     fresh_brain.query("deploy checklist", chat_id="c", options=wide)
     fresh_brain.learn(1.0, chat_id="c", useful=[rule])
     assert fresh_brain.store.scalar("SELECT prior FROM nodes WHERE node_id = ?", (rule,)) == 0
+
+
+def test_assembles_recall_block_never_carries_another_sessions_summaries(small: Brain) -> None:
+    words = ["kestrel", "staging", "cluster", "frankfurt", "rollback", "canary"]
+    small.ingest(
+        "other",
+        [
+            MessageIn("user", " ".join(words[(i + k) % 6] for k in range(80)) + f" turn {i}")
+            for i in range(60)
+        ],
+    )
+    theirs = set(small.compact("other").summaries)
+    assert theirs
+    while small.embed_pending():
+        pass
+    taught = _teach(small, "The staging cluster kestrel is in Frankfurt")
+    assert {f.id for f in small.query("kestrel staging cluster").fired} & theirs
+    small.ingest("mine", [MessageIn("user", "where is the kestrel staging cluster?")])
+    shown = small.assemble("mine", AssembleOptions(budget=4_000), recall="on")
+    assert shown.recall is not None
+    assert taught in shown.recall.fired
+    assert not set(shown.recall.fired) & theirs
+    assert not any("<summary" in str(m["content"]) for m in shown.messages)
