@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import Any, TextIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import anyio
 import orjson
 
 from daemon.config import OPTIONS, DaemonConfig, load_config
 from daemon.logs import configure_logging, log
+
+if TYPE_CHECKING:
+    from brain import Brain
+
+T = TypeVar("T")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,6 +101,30 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _offline(config: DaemonConfig, name: str, work: Callable[[Brain], T]) -> T | None:
+    """Open the database in this process, run ``work`` on it, close it.
+
+    For the commands that run beside a serving daemon (their writes are short
+    transactions). A failure to open or an engine error is printed as
+    ``brain NAME: ...`` on stderr and gives None.
+    """
+    from brain.errors import BrainError
+    from daemon.runner import open_brain
+
+    try:
+        brain = open_brain(config)
+    except Exception as exc:  # cannot open the database, etc.
+        print(f"brain {name}: {exc}", file=sys.stderr)
+        return None
+    try:
+        return work(brain)
+    except BrainError as exc:
+        print(f"brain {name}: {exc}", file=sys.stderr)
+        return None
+    finally:
+        brain.close()
+
+
 def _maintain(config: DaemonConfig, args: argparse.Namespace) -> int:
     """Run the graph's slow loop in this process; safe while a daemon serves the database.
 
@@ -103,24 +132,21 @@ def _maintain(config: DaemonConfig, args: argparse.Namespace) -> int:
     daemon's requests in between), each bumping the graph epoch, so the daemon's
     mirror and vector index reload before they answer again.
     """
-    from brain.errors import BrainError
     from brain.maintain import TASKS, MaintainOptions
-    from daemon.runner import open_brain
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else TASKS
     try:
         options = MaintainOptions(half_life_days=args.half_life_days, prune_below=args.prune_below)
-        brain = open_brain(config)
-    except Exception as exc:  # bad knobs, cannot open the database, etc.
+    except ValueError as exc:
         print(f"brain maintain: {exc}", file=sys.stderr)
         return 1
-    try:
-        report = brain.maintain(tasks, dry_run=args.dry_run, options=options)
-    except BrainError as exc:
-        print(f"brain maintain: {exc}", file=sys.stderr)
+    report = _offline(
+        config,
+        "maintain",
+        lambda brain: brain.maintain(tasks, dry_run=args.dry_run, options=options),
+    )
+    if report is None:
         return 1
-    finally:
-        brain.close()
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(report.to_dict()) + b"\n")
         return 0
@@ -167,21 +193,9 @@ def _sync(config: DaemonConfig, args: argparse.Namespace) -> int:
     """
     import dataclasses
 
-    from brain.errors import BrainError
-    from daemon.runner import open_brain
-
-    try:
-        brain = open_brain(config)
-    except Exception as exc:  # cannot open the database, etc.
-        print(f"brain sync: {exc}", file=sys.stderr)
+    report = _offline(config, "sync", lambda brain: brain.sync(args.workspace, args.path))
+    if report is None:
         return 1
-    try:
-        report = brain.sync(args.workspace, args.path)
-    except BrainError as exc:
-        print(f"brain sync: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        brain.close()
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(dataclasses.asdict(report)) + b"\n")
     else:
@@ -202,23 +216,15 @@ def _bootstrap(config: DaemonConfig, args: argparse.Namespace) -> int:
     """
     import dataclasses
 
-    from brain.errors import BrainError
-    from daemon.runner import open_brain
-
-    try:
-        brain = open_brain(config)
-    except Exception as exc:  # cannot open the database, etc.
-        print(f"brain bootstrap: {exc}", file=sys.stderr)
-        return 1
-    try:
-        report = brain.bootstrap(
+    report = _offline(
+        config,
+        "bootstrap",
+        lambda brain: brain.bootstrap(
             args.session, args.file, session_key=args.session_key, on_fork=args.on_fork
-        )
-    except BrainError as exc:
-        print(f"brain bootstrap: {exc}", file=sys.stderr)
+        ),
+    )
+    if report is None:
         return 1
-    finally:
-        brain.close()
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(dataclasses.asdict(report)) + b"\n")
     else:
@@ -320,7 +326,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     boot.add_argument("--json", action="store_true", help="print the report as JSON")
     boot.set_defaults(func=_bootstrap)
-    for p in (serve, call, sync, maintain, boot):
+    doc = sub.add_parser("doctor", help="check the database's invariants; --repair fixes")
+    doc.add_argument("--repair", action="store_true", help="repair what loses no data")
+    doc.add_argument(
+        "--deep", action="store_true", help="full integrity_check and sha256 of every payload"
+    )
+    doc.add_argument("--json", action="store_true", help="print the report as JSON")
+    doc.set_defaults(func=_doctor)
+    for p in (serve, call, sync, maintain, boot, doc):
         p.add_argument("--config", help="TOML config file (default $BRAIN_CONFIG)")
         for option in OPTIONS:
             p.add_argument(
@@ -329,21 +342,6 @@ def _parser() -> argparse.ArgumentParser:
                 metavar=option.key.upper(),
                 help=f"{option.help} (${option.env})",
             )
-    doc = sub.add_parser("doctor", help="check the database's invariants; --repair fixes")
-    doc.add_argument("--repair", action="store_true", help="repair what loses no data")
-    doc.add_argument(
-        "--deep", action="store_true", help="full integrity_check and sha256 of every payload"
-    )
-    doc.add_argument("--json", action="store_true", help="print the report as JSON")
-    doc.set_defaults(func=_doctor)
-    doc.add_argument("--config", help="TOML config file (default $BRAIN_CONFIG)")
-    for option in OPTIONS:
-        doc.add_argument(
-            f"--{option.key.replace('_', '-')}",
-            dest=option.key,
-            metavar=option.key.upper(),
-            help=f"{option.help} (${option.env})",
-        )
     return parser
 
 
