@@ -8,6 +8,7 @@ error rather than silently ignored.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Final
 
 from protocol.errors import InvalidParams
@@ -51,6 +52,17 @@ class Fields:
         if not value or len(value) > max_len:
             raise InvalidParams(f"{self.path(name)}: must be 1..{max_len} characters")
         return value
+
+    def optional_choice(self, name: str, choices: Sequence[str]) -> str | None:
+        """One of ``choices``, or None when absent/null."""
+        value = self.optional_str(name)
+        if value is not None and value not in choices:
+            raise InvalidParams(f"{self.path(name)}: must be one of {', '.join(choices)}")
+        return value
+
+    def choice(self, name: str, choices: Sequence[str], default: str) -> str:
+        """One of ``choices``, or ``default`` when absent/null."""
+        return self.optional_choice(name, choices) or default
 
     def optional_int(
         self, name: str, *, default: int, minimum: int | None = None, maximum: int | None = None

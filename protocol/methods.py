@@ -154,15 +154,11 @@ class AssembleParams:
         budget = f.optional_int("budget", default=-1, minimum=1, maximum=MAX_BUDGET)
         if budget == -1:
             raise InvalidParams("params.budget: required")
-        fmt = f.optional_str("format") or "openai"
-        if fmt not in FORMATS:
-            raise InvalidParams(f"params.format: must be one of {', '.join(FORMATS)}")
+        fmt = f.choice("format", FORMATS, "openai")
         fresh_tail = f.optional_int("fresh_tail", default=0, minimum=1, maximum=100_000) or None
         stubs = f.optional_bool("stubs", default=False)
         stub_tokens = f.optional_int("stub_tokens", default=1_000, minimum=1, maximum=MAX_BUDGET)
-        recall = f.optional_str("recall")
-        if recall is not None and recall not in RECALL_MODES:
-            raise InvalidParams(f"params.recall: must be one of {', '.join(RECALL_MODES)}")
+        recall = f.optional_choice("recall", RECALL_MODES)
         f.done()
         return cls(session, budget, fmt, fresh_tail, stubs, stub_tokens, recall)
 
@@ -252,7 +248,6 @@ class SuppressParams:
 
 
 GREP_MODES: Final = ("regex", "full_text", "semantic", "hybrid")
-GREP_MODES_AVAILABLE: Final = ("regex", "full_text", "semantic", "hybrid")
 GREP_FUSIONS: Final = ("rrf", "weighted")
 GREP_DEFAULT_FUSION: Final = "weighted"  # LoCoMo dev recall@10: weighted 73.2, rrf 61.2
 GREP_SCOPES: Final = ("messages", "summaries", "both", "files")
@@ -285,28 +280,17 @@ class GrepParams:
     def from_obj(cls, obj: dict[str, Any]) -> Self:
         f = Fields(obj)
         query = f.required_str("query", max_len=4_096)
-        mode = f.optional_str("mode") or "full_text"
-        if mode not in GREP_MODES:
-            raise InvalidParams(f"params.mode: must be one of {', '.join(GREP_MODES)}")
-        if mode not in GREP_MODES_AVAILABLE:
-            raise InvalidParams(
-                f"params.mode: {mode} search needs the embedding index, which this version "
-                f"does not have yet; use {' or '.join(GREP_MODES_AVAILABLE)}"
-            )
+        mode = f.choice("mode", GREP_MODES, "full_text")
         session = f.optional_str("session")
         session_key = f.optional_str("session_key")
         everything = f.optional_bool("all", default=False)
         if sum((session is not None, session_key is not None, everything)) != 1:
             raise InvalidParams("params.session: give exactly one of session, session_key, all")
-        scope = f.optional_str("scope") or "both"
-        if scope not in GREP_SCOPES:
-            raise InvalidParams(f"params.scope: must be one of {', '.join(GREP_SCOPES)}")
+        scope = f.choice("scope", GREP_SCOPES, "both")
         since = f.optional_str("since", max_len=64)
         before = f.optional_str("before", max_len=64)
         limit = f.optional_int("limit", default=20, minimum=1, maximum=1_000)
-        fusion = f.optional_str("fusion") or GREP_DEFAULT_FUSION
-        if fusion not in GREP_FUSIONS:
-            raise InvalidParams(f"params.fusion: must be one of {', '.join(GREP_FUSIONS)}")
+        fusion = f.choice("fusion", GREP_FUSIONS, GREP_DEFAULT_FUSION)
         f.done()
         return cls(
             query, mode, session, session_key, everything, scope, since, before, limit, fusion
@@ -383,13 +367,9 @@ class TeachParams:
         if not content.strip():
             raise InvalidParams("params.content: must not be blank")
         if kind is None:
-            kind = f.optional_str("kind") or "teaching"
-            if kind not in TEACH_KINDS:
-                raise InvalidParams(f"params.kind: must be one of {', '.join(TEACH_KINDS)}")
+            kind = f.choice("kind", TEACH_KINDS, "teaching")
         chat_id = f.optional_str("chat_id", max_len=MAX_ID_LEN)
-        authority = f.optional_str("authority") or "overlay"
-        if authority not in AUTHORITIES:
-            raise InvalidParams(f"params.authority: must be one of {', '.join(AUTHORITIES)}")
+        authority = f.choice("authority", AUTHORITIES, "overlay")
         dedup_key = f.optional_str("dedup_key", max_len=MAX_ID_LEN)
         metadata = f.raw("metadata")
         if metadata is not None:
@@ -521,9 +501,7 @@ class BootstrapParams:
         session = f.required_str("session")
         path = f.required_str("path", max_len=MAX_PATH_LEN)
         session_key = f.optional_str("session_key")
-        on_fork = f.optional_str("on_fork") or "refuse"
-        if on_fork not in ON_FORK:
-            raise InvalidParams(f"{f.path('on_fork')}: must be one of {', '.join(ON_FORK)}")
+        on_fork = f.choice("on_fork", ON_FORK, "refuse")
         f.done()
         return cls(session, path, session_key, on_fork)
 
