@@ -15,8 +15,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-
 from brain import grants
 from brain.assemble import Assembled, AssembleOptions, Assembler, RecallReport
 from brain.bootstrap import BootstrapReport, OnFork, ProgressFn, bootstrap
@@ -196,11 +194,7 @@ class Brain:
             pending = index.take(self._store, batch)
         if not pending.keys:
             return 0
-        vectors = (
-            embedder.embed(list(pending.to_embed))
-            if pending.to_embed
-            else np.zeros((0, index.dim), dtype=np.float32)
-        )
+        vectors = pending.embed(embedder, index.dim)
         with self._lock:
             if self._index is not index:  # the embedder changed meanwhile
                 return 0
@@ -380,11 +374,7 @@ class Brain:
             with self._lock:
                 pending = pending_nodes(self._store, row_ids[at : at + batch])
             try:
-                vectors = (
-                    embedder.embed(list(pending.to_embed))
-                    if pending.to_embed
-                    else np.zeros((0, index.dim), dtype=np.float32)
-                )
+                vectors = pending.embed(embedder, index.dim)
                 with self._lock:
                     done += index.put(self._store, pending, vectors)
             except (ProviderError, EmbedderMismatch):

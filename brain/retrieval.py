@@ -13,7 +13,7 @@ steps a trace took (``brain.learning``).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -101,14 +101,10 @@ def run_query(
     """
     started = time.perf_counter()
     graph.refresh(store)
-    suppressed = _suppressed_summaries(store, graph)
+    suppressed = _suppressed_summaries(store)
     outside = _OutsideScope(store, graph, conversations)
     blocked = _Blocked(suppressed, outside)
-    seeds = [
-        (n, score)
-        for n, score in _seeds(store, graph, index, vector, options.top_k * 2)
-        if not outside(n)
-    ][: options.top_k]
+    seeds = _seeds(store, graph, index, vector, options.top_k, allowed=lambda n: not outside(n))
     traversal = traverse(seeds, graph.neighbours, options, blocked)
     traverse_ms = (time.perf_counter() - started) * 1000
     nodes = get_nodes(store, list(traversal.fired) + [n for n, _ in seeds])
@@ -143,16 +139,26 @@ def run_query(
 
 
 def _seeds(
-    store: Store, graph: Graph, index: VectorIndex, vector: npt.NDArray[np.float32], k: int
+    store: Store,
+    graph: Graph,
+    index: VectorIndex,
+    vector: npt.NDArray[np.float32],
+    k: int,
+    *,
+    priors: bool = True,
+    allowed: Callable[[int], bool] = lambda _node: True,
 ) -> list[tuple[int, float]]:
-    """The ``k`` nodes nearest the query, best first (summaries through their node)."""
+    """The ``k`` nodes nearest the query, best first (summaries through their node).
+
+    With ``priors`` each node's learned prior is added to its similarity; the search
+    over-fetches so priors (and ``allowed``) can reorder and drop close candidates.
+    """
     seeds: list[tuple[int, float]] = []
-    prior = graph.prior
+    prior = graph.prior if priors else {}
     for kind, row_id, score in index.search(store, vector, k * 2):
         node = row_id if kind == "node" else graph.summary_node(store, row_id)
-        if node is not None and node in graph.kind:
+        if node is not None and node in graph.kind and allowed(node):
             seeds.append((node, score + prior.get(node, 0.0)))
-    # Learned priors reorder close candidates (the search over-fetched for them).
     seeds.sort(key=lambda s: -s[1])
     return seeds[:k]
 
@@ -193,7 +199,8 @@ class _Blocked:
         return self(node)
 
 
-def _suppressed_summaries(store: Store, graph: Graph) -> set[int]:
+def _suppressed_summaries(store: Store) -> set[int]:
+    """Summary nodes whose summary is suppressed: they never fire."""
     rows = store.execute(
         "SELECT n.id FROM summaries s INDEXED BY summaries_suppressed "
         "JOIN nodes n ON n.summary_id = s.id WHERE s.suppressed_at IS NOT NULL"
@@ -283,7 +290,7 @@ def teach(
         trace = find_trace(store, chat_id=chat_id)
     neighbours = [
         (node, score)
-        for node, score in _seeds(store, graph, index, vector, CONNECT_K + 1)
+        for node, score in _seeds(store, graph, index, vector, CONNECT_K + 1, priors=False)
         if score >= CONNECT_MIN_SIMILARITY
     ]
     added: list[tuple[int, str, str, str, int | None]] = []

@@ -106,6 +106,12 @@ class Pending:
     slots: tuple[int, ...]
     to_embed: tuple[str, ...]
 
+    def embed(self, embedder: Embedder, dim: int) -> npt.NDArray[np.float32]:
+        """The vectors of ``to_embed`` (an empty matrix when every text had one)."""
+        if not self.to_embed:
+            return np.zeros((0, dim), dtype=np.float32)
+        return embedder.embed(list(self.to_embed))
+
 
 class VectorIndex:
     """Vectors of one database for one embedder; safe to share between threads."""
@@ -339,12 +345,7 @@ class VectorIndex:
         pending = self.take(store, batch)
         if not pending.keys:
             return 0
-        embedded = (
-            embedder.embed(list(pending.to_embed))
-            if pending.to_embed
-            else np.zeros((0, self.dim), dtype=np.float32)
-        )
-        return self.put(store, pending, embedded)
+        return self.put(store, pending, pending.embed(embedder, self.dim))
 
     # -- search ---------------------------------------------------------------------
 
