@@ -354,8 +354,15 @@ def test_useful_nodes_are_not_linked_after_a_failure_or_when_they_did_not_fire(
     coffee = _teach(fresh_brain, COFFEE)
     wide = TraverseOptions(top_k=2, threshold=0.001, max_hops=0)
     one = TraverseOptions(top_k=1, max_hops=0)
-    fresh_brain.query("deploy to production", chat_id="c1", options=wide)
-    assert fresh_brain.learn(-1.0, chat_id="c1", useful=[racks]).edges_updated == 0
+    first = [
+        f.id for f in fresh_brain.query("deploy to production", chat_id="c1", options=wide).fired
+    ]
+    assert first[0] == deploy
+    other = first[1]  # fired: only the failure keeps it from being linked
+    assert other in (racks, coffee)
+    linked_before = _weight(fresh_brain, deploy, other)
+    assert fresh_brain.learn(-1.0, chat_id="c1", useful=[other]).edges_updated == 0
+    assert _weight(fresh_brain, deploy, other) == linked_before
     fired = fresh_brain.query("deploy to production", chat_id="c1", options=one).fired
     assert coffee not in [f.id for f in fired]
     before = _weight(fresh_brain, deploy, coffee)
