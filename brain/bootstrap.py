@@ -19,6 +19,9 @@ it is imported. When the store holds messages of the session after the anchor
 refused with ``Conflict`` unless ``on_fork="append"``, which appends the
 transcript's branch after what is stored. Stored history is never deleted.
 
+Only a regular file is read, and never one under ``/proc``, ``/sys`` or ``/dev``
+(``brain.fileguard``): anything else is ``InvalidInput`` before a byte is read.
+
 Memory stays flat in the file size apart from one small record per entry:
 the first pass keeps (id, parent index, byte offset, line number) per entry,
 the second reads only the path's lines back by offset, and messages are
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import time
 from array import array
 from collections.abc import Callable, Iterator
@@ -41,6 +45,7 @@ import orjson
 
 from brain.content import MessageIn
 from brain.errors import Conflict, InvalidInput
+from brain.fileguard import Refused, open_regular
 from brain.ingest import ingest
 from brain.progress import Progress
 from brain.store import Store
@@ -125,10 +130,7 @@ def bootstrap(
     """
     started = time.perf_counter()
     report = progress or _quiet
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed below; two passes share it)
-    except OSError as exc:
-        raise InvalidInput("path", f"cannot read {str(path)!r}: {exc.strerror}") from None
+    handle = _open(path)
     with handle:
         scan = _scan(handle, report)
         path_entries = _active_path(scan)
@@ -175,6 +177,26 @@ def _quiet(_done: int, _total: int | None, _phase: str) -> None:
     pass
 
 
+_REFUSED: Final[dict[str, str]] = {
+    "system_path": "under /proc, /sys or /dev, which are never read",
+    "not_regular": "not a regular file (a directory, FIFO, device or socket is never read)",
+    "vanished": "no such file",
+}
+
+
+def _open(path: str | Path) -> IO[bytes]:
+    """The transcript, opened only if it is a regular file outside /proc, /sys and /dev.
+
+    Checked before a byte is read: a FIFO would block the reading thread forever
+    and ``/dev/zero`` would fill memory; ``/proc`` files claim to be regular.
+    """
+    try:
+        return open_regular(Path(path))
+    except Refused as exc:
+        problem = _REFUSED.get(exc.reason, exc.detail)
+        raise InvalidInput("path", f"cannot read {str(path)!r}: {problem}") from None
+
+
 # -- pass 1: scan -------------------------------------------------------------------
 
 
@@ -208,8 +230,8 @@ def _scan(handle: IO[bytes], progress: ProgressFn) -> _Scan:
 
 def _size(handle: IO[bytes]) -> int | None:
     try:
-        return int(Path(handle.name).stat().st_size)
-    except (OSError, TypeError):
+        return int(os.fstat(handle.fileno()).st_size)
+    except (OSError, ValueError):
         return None
 
 

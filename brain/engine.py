@@ -347,6 +347,7 @@ class Brain:
             embedded=embedded,
             pending=len(new_rows) - embedded,
             took_ms=round((time.perf_counter() - started) * 1000, 3),
+            refused=read.refused,
         )
 
     def _embed_nodes(

@@ -2,7 +2,10 @@
 
 A workspace is a directory holding ``AGENTS.md``, ``SOUL.md``, ``USER.md``,
 ``MEMORY.md``, ``TOOLS.md`` and ``memory/*.md`` (any of them may be missing), plus
-whatever extra files or directories the caller names. Each file is cut into
+whatever extra files or directories the caller names (relative to the workspace).
+Only regular files that resolve, after symlinks, inside the workspace are read:
+anything else (a symlink to ``/proc/self/environ`` or ``/etc/shadow``, a FIFO, a
+path leading out) is refused, reported with a reason and never read. Each file is cut into
 chunks at its ATX headings (``#`` .. ``######``, not inside code fences); a chunk
 keeps its heading path (``A > B``) and its 1-based line range, and a section
 longer than ``max_chars`` is cut further at blank lines (never mid-line, never
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +44,7 @@ from typing import Any, Final
 import orjson
 
 from brain.errors import InvalidInput
+from brain.fileguard import REASONS, Refused, is_system_path, open_regular, resolve
 from brain.graph import AUTHORITIES, Authority, NewNode, bump_epoch, insert_node, now_iso
 from brain.store import Store
 from brain.vectors import Pending, note_vectors_changed, pending_batch, text_hash
@@ -219,17 +224,43 @@ class WorkspaceFile:
 
     path: Path
     source: str
-    """The path relative to the workspace (POSIX form), absolute for files outside it."""
+    """The resolved path relative to the workspace (POSIX form)."""
     authority: Authority
     chunks: tuple[Chunk, ...]
 
 
 @dataclass(frozen=True, slots=True)
+class Refusal:
+    """A file (or extra path) sync did not read, and why.
+
+    ``path`` is as listed: relative to the workspace, or the extra path as given.
+    ``reason`` is one of ``REFUSALS``.
+    """
+
+    path: str
+    reason: str
+
+
+REFUSALS: Final = ("absolute_path", *REASONS)
+"""Why sync did not read a file: ``absolute_path`` (an extra path that is not
+relative), then ``brain.fileguard.REASONS`` (``outside_workspace`` above all)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Workspace:
-    """A workspace as read from disk: its resolved directory and its files, in order."""
+    """A workspace as read from disk: its resolved directory, its files in order, the refused."""
 
     root: Path
     files: tuple[WorkspaceFile, ...]
+    refused: tuple[Refusal, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A file sync will try to read: its path as listed (under the root) and its name there."""
+
+    path: Path
+    name: str
 
 
 def authority_levels(overrides: Mapping[str, str] | None = None) -> dict[str, Authority]:
@@ -242,38 +273,67 @@ def authority_levels(overrides: Mapping[str, str] | None = None) -> dict[str, Au
     return levels
 
 
-def workspace_paths(root: Path, paths: Iterable[str | Path] = ()) -> list[Path]:
-    """The markdown files a sync of ``root`` reads: the defaults that exist, then ``paths``.
+def workspace_paths(
+    root: Path, paths: Iterable[str | Path] = ()
+) -> tuple[list[Listed], list[Refusal]]:
+    """The files a sync of ``root`` (resolved) tries to read, and the extra paths it refuses.
 
-    A relative extra path is taken from the workspace; a directory adds its
-    ``*.md`` files, recursively. An extra path that does not exist is an error
-    (rather than a silent removal of its chunks). Each file is listed once.
+    The defaults that exist come first, then ``memory/*.md``, then ``paths``: each
+    relative to the workspace and, after symlinks, inside it (an absolute one or
+    one leading out is refused, not read, whether it exists or not); a directory
+    adds its ``*.md`` files, recursively, without entering symlinked directories.
+    An extra path inside the workspace that does not exist is an error (rather
+    than a silent removal of its chunks). Whether a listed file may be read is
+    decided when it is opened (``brain.fileguard.open_regular``).
     """
-    found: dict[Path, Path] = {}
+    listed: list[Listed] = []
+    refused: list[Refusal] = []
 
     def add(path: Path) -> None:
-        found.setdefault(path.resolve(), path)
+        listed.append(Listed(path, path.relative_to(root).as_posix()))
 
     for name in DEFAULT_FILES:
-        if (root / name).is_file():
+        if os.path.lexists(root / name):
             add(root / name)
     memory = root / MEMORY_DIR
     if memory.is_dir():
-        for path in sorted(memory.glob("*.md")):
-            if path.is_file():
+        if _inside(memory, root):
+            for path in sorted(memory.glob("*.md")):
                 add(path)
-    for extra in paths:
-        path = Path(extra).expanduser()
-        path = path if path.is_absolute() else root / path
-        if path.is_dir():
-            for inner in sorted(path.rglob("*.md")):
-                if inner.is_file():
-                    add(inner)
-        elif path.is_file():
-            add(path)
         else:
-            raise InvalidInput("paths", f"{extra}: no such file or directory")
-    return list(found.values())
+            refused.append(Refusal(MEMORY_DIR, "outside_workspace"))
+    for extra in paths:
+        given = str(extra)
+        if os.path.isabs(given) or given.startswith("~"):
+            refused.append(Refusal(given, "absolute_path"))
+            continue
+        path = root / given
+        if not _inside(path, root):
+            refused.append(Refusal(given, "outside_workspace"))
+            continue
+        if not os.path.lexists(path):
+            raise InvalidInput("paths", f"{given}: no such file or directory")
+        if path.is_dir():
+            for inner in _markdown_under(path):
+                add(inner)
+        else:
+            add(path)
+    return listed, refused
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return resolve(path).is_relative_to(root)
+    except Refused:
+        return False
+
+
+def _markdown_under(directory: Path) -> list[Path]:
+    """``*.md`` entries below ``directory``, sorted; symlinked directories are not entered."""
+    found: list[Path] = []
+    for top, _dirs, names in os.walk(directory, followlinks=False):
+        found.extend(Path(top) / n for n in names if n.endswith(".md"))
+    return sorted(found)
 
 
 def read_workspace(
@@ -283,24 +343,48 @@ def read_workspace(
     *,
     max_chars: int = CHUNK_CHARS,
 ) -> Workspace:
-    """Read and chunk a workspace's files (no database access: run it outside locks)."""
-    root = Path(workspace).expanduser()
-    if not root.is_dir():
+    """Read and chunk a workspace's files (no database access: run it outside locks).
+
+    Only regular files that resolve inside the workspace are read; every other
+    listed file is reported in ``refused`` and never read (not even opened when
+    it is a device or FIFO). A file that vanishes while the workspace is read is
+    refused as ``vanished``.
+    """
+    given = Path(workspace).expanduser()
+    if not given.is_dir():
         raise InvalidInput("workspace", f"{workspace}: not a directory")
-    root = root.resolve()
+    root = given.resolve()
+    if is_system_path(root):
+        raise InvalidInput("workspace", f"{workspace}: under /proc, /sys or /dev")
     levels = authority_levels(authority)
+    listed, refused = workspace_paths(root, paths)
     files: list[WorkspaceFile] = []
-    for path in workspace_paths(root, paths):
-        resolved = path.resolve()
+    sources: set[str] = set()  # a file listed twice (or linked to) is read once
+    for entry in listed:
         try:
-            source = resolved.relative_to(root).as_posix()
-        except ValueError:
-            source = str(resolved)
-        level = levels.get(source) or levels.get(path.name) or "overlay"
+            source = resolve(entry.path).relative_to(root).as_posix()
+            if source in sources:
+                continue
+            with open_regular(entry.path, root) as handle:
+                data = handle.read()
+        except Refused as exc:
+            refused.append(Refusal(entry.name, exc.reason))
+            continue
+        except ValueError:  # resolves outside the root (open_regular would refuse it too)
+            refused.append(Refusal(entry.name, "outside_workspace"))
+            continue
+        except OSError:  # a read that failed after the open
+            refused.append(Refusal(entry.name, "unreadable"))
+            continue
+        sources.add(source)
+        level = levels.get(source) or levels.get(entry.path.name) or "overlay"
         # utf-8-sig: a byte order mark must not hide the first heading.
-        text = path.read_bytes().decode("utf-8-sig", errors="replace")
-        files.append(WorkspaceFile(path, source, level, tuple(chunk_markdown(text, max_chars))))
-    return Workspace(root, tuple(files))
+        text = data.decode("utf-8-sig", errors="replace")
+        files.append(
+            WorkspaceFile(entry.path, source, level, tuple(chunk_markdown(text, max_chars)))
+        )
+    refused = list(dict.fromkeys(refused))  # a file listed twice is reported once
+    return Workspace(root, tuple(files), tuple(refused))
 
 
 # -- applying a sync ---------------------------------------------------------------
@@ -528,7 +612,8 @@ class SyncReport:
     new line range, heading path or authority. ``removed`` nodes were deleted.
     ``embedded`` of the added nodes have a vector on return; ``pending`` wait for
     the background embedder (another process owns the index with another
-    embedder, or the provider failed).
+    embedder, or the provider failed). ``refused`` files were never read and
+    have no chunks (any they had are removed).
     """
 
     workspace: str
@@ -542,3 +627,5 @@ class SyncReport:
     embedded: int
     pending: int
     took_ms: float
+    refused: tuple[Refusal, ...] = ()
+    """Files listed but not read (``{path, reason}``, reasons in ``REFUSALS``)."""

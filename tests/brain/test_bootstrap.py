@@ -451,3 +451,21 @@ def test_after_any_stored_prefix_of_the_path_a_bootstrap_stores_exactly_the_path
             assert (again.imported, again.forked) == (0, False)
         finally:
             engine.close()
+
+
+@pytest.mark.parametrize("target", ["/proc/self/environ", "/proc/self/status", "/dev/null"])
+def test_a_proc_or_dev_file_is_refused_before_anything_is_read(
+    brain: Brain, tmp_path: Path, target: str
+) -> None:
+    link = tmp_path / "t.jsonl"
+    link.symlink_to(target)
+    for path in (Path(target), link):
+        with pytest.raises(InvalidInput, match="/proc, /sys or /dev") as bad:
+            brain.bootstrap("s", path)
+        assert bad.value.field == "path"
+
+
+def test_a_directory_is_refused_as_not_a_regular_file(brain: Brain, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="not a regular file") as bad:
+        brain.bootstrap("s", tmp_path)
+    assert bad.value.field == "path"
