@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -83,3 +84,26 @@ def test_brain_bootstrap_imports_a_file_resumes_it_and_reports_json(
     missing = _cli("--db", str(db_path), "--session", "s", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 1
     assert b"cannot read" in missing.stderr
+
+
+def test_a_fifo_a_device_or_a_proc_file_is_invalid_params_at_once_and_the_daemon_goes_on(
+    db_path: Path, spawn: Spawn, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "t.jsonl"
+    os.mkfifo(fifo)  # nobody ever writes: opening it for reading would wait forever
+    zero = tmp_path / "zero.jsonl"
+    zero.symlink_to("/dev/zero")  # read, it never ends: memory would grow without bound
+    daemon = spawn(serve_argv(db_path))
+
+    # Each answer is awaited with the test deadline: old code never answered the FIFO.
+    for request_id, path in enumerate(
+        [str(fifo), str(zero), "/dev/zero", "/proc/self/environ", str(tmp_path)], start=1
+    ):
+        answer = daemon.call(request_id, "bootstrap", {"session": "s", "path": path})
+        assert answer["error"]["code"] == errors.InvalidParams.CODE, (path, answer)
+        assert answer["error"]["data"]["field"] == "params.path"
+    message = {"role": "user", "content": "hi"}
+    stored = daemon.call(9, "ingest", {"session": "s", "message": message})
+    assert stored["result"]["ingested"] == 1
+    assert daemon.finish()[0] == 0
+    assert len(stored_client_ids(db_path, "s")) == 1

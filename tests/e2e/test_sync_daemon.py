@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.e2e.conftest import BRAIN, DEADLINE, Spawn, integrity, serve_argv
 
@@ -100,3 +101,48 @@ def test_brain_sync_prints_a_readable_report_and_fails_on_a_missing_workspace(
     )
     assert missing.returncode == 1
     assert "not a directory" in missing.stderr.decode()
+
+
+SECRET = "sk-brain-test-3c9e1f0a"
+
+
+def test_a_workspace_linking_to_the_daemons_environment_never_leaks_it_to_query_or_assemble(
+    db_path: Path, spawn: Spawn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRAIN_TEST_SECRET", SECRET)  # the daemon inherits it
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text(MEMORY)
+    (workspace / "memory" / "env.md").symlink_to("/proc/self/environ")
+    (workspace / "memory" / "shadow.md").symlink_to("/etc/shadow")
+    (workspace / "memory" / "gone.md").symlink_to("deleted.md")  # dangling: vanished
+    to_root = "../" * len(workspace.parts)
+    daemon = spawn(serve_argv(db_path, "--recall-mode", "shadow"))
+
+    synced = daemon.call(
+        1,
+        "sync",
+        {
+            "workspace": str(workspace),
+            "paths": ["/proc/self/environ", f"{to_root}etc/shadow", f"{to_root}proc/self/environ"],
+        },
+    )["result"]
+    asked = {"query": "BRAIN_TEST_SECRET environment key PATH", "record": False}
+    found = daemon.call(2, "query", asked)
+    question = {"role": "user", "content": "what is BRAIN_TEST_SECRET in the environment?"}
+    daemon.call(3, "ingest", {"session": "s", "message": question})
+    shown = daemon.call(4, "assemble", {"session": "s", "budget": 4_000, "recall": "on"})
+
+    assert SECRET.encode() not in orjson.dumps(found)
+    assert SECRET.encode() not in orjson.dumps(shown)
+    assert shown["result"]["recall"]["injected"] is True
+    assert {(r["path"], r["reason"]) for r in synced["refused"]} == {
+        ("memory/env.md", "outside_workspace"),
+        ("memory/shadow.md", "outside_workspace"),
+        ("memory/gone.md", "vanished"),
+        ("/proc/self/environ", "absolute_path"),
+        (f"{to_root}etc/shadow", "outside_workspace"),
+        (f"{to_root}proc/self/environ", "outside_workspace"),
+    }
+    assert (synced["files"], synced["nodes"]) == (1, 2)
+    assert daemon.finish()[0] == 0
