@@ -202,9 +202,11 @@ def _sync(config: DaemonConfig, args: argparse.Namespace) -> int:
         print(
             f"{report.workspace}: {report.files} files; chunks {report.added} added, "
             f"{report.kept} kept, {report.moved} moved, {report.removed} removed; "
-            f"{report.nodes} nodes; {report.embedded} embedded, {report.pending} pending "
-            f"({report.took_ms:.0f} ms)"
+            f"{report.nodes} nodes; {report.embedded} embedded, {report.pending} pending; "
+            f"{len(report.refused)} refused ({report.took_ms:.0f} ms)"
         )
+        for refused in report.refused:  # never read: a link out, a FIFO, a vanished file
+            print(f"  refused {refused.path}: {refused.reason}")
     return 0
 
 
@@ -295,7 +297,7 @@ def _parser() -> argparse.ArgumentParser:
         "--path",
         action="append",
         default=[],
-        help="an extra file or directory to index (repeatable; relative to the workspace)",
+        help="an extra file or directory to index (repeatable; relative, inside the workspace)",
     )
     sync.add_argument("--json", action="store_true", help="print the report as JSON")
     sync.set_defaults(func=_sync)

@@ -442,8 +442,9 @@ class SyncParams:
 
     ``workspace`` is a directory (relative paths are the daemon's working
     directory's: prefer absolute ones); ``paths`` are extra files or directories
-    (relative to the workspace); ``authority`` maps file names (or paths relative
-    to the workspace) to a level, over the defaults.
+    (relative to the workspace: an absolute one, or one resolving outside it, is
+    refused in the result, never read); ``authority`` maps file names (or paths
+    relative to the workspace) to a level, over the defaults.
     """
 
     workspace: str
@@ -484,7 +485,8 @@ class BootstrapParams:
     """``bootstrap``: ``{"session", "path", "session_key"?, "on_fork"?}``.
 
     ``path`` is a JSONL transcript the daemon can read (relative paths are the
-    daemon's working directory's: prefer absolute ones). ``on_fork``: ``refuse``
+    daemon's working directory's: prefer absolute ones): a regular file, never
+    under ``/proc``, ``/sys`` or ``/dev``. ``on_fork``: ``refuse``
     (the default: a Conflict when stored messages of the session follow the
     newest transcript message stored) or ``append`` (add the transcript's
     branch after them).

@@ -79,12 +79,13 @@ def test_a_workspace_synced_over_the_protocol_is_found_by_query_and_the_cli_sync
     assert integrity(db_path) == [("ok",)]
 
 
-def test_brain_sync_prints_a_readable_report_and_fails_on_a_missing_workspace(
+def test_brain_sync_prints_a_readable_report_naming_the_refused_and_fails_on_a_missing_workspace(
     db_path: Path, tmp_path: Path
 ) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "MEMORY.md").write_text(MEMORY)
+    (workspace / "SOUL.md").symlink_to("/proc/self/environ")
     done = subprocess.run(
         [str(BRAIN), "sync", "--db", str(db_path), "--workspace", str(workspace)],
         capture_output=True,
@@ -93,6 +94,8 @@ def test_brain_sync_prints_a_readable_report_and_fails_on_a_missing_workspace(
     )
     assert done.returncode == 0, done.stderr.decode()
     assert "2 added" in done.stdout.decode()
+    assert "1 refused" in done.stdout.decode()
+    assert "refused SOUL.md: outside_workspace" in done.stdout.decode()
     missing = subprocess.run(
         [str(BRAIN), "sync", "--db", str(db_path), "--workspace", str(tmp_path / "nope")],
         capture_output=True,
