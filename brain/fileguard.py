@@ -66,8 +66,11 @@ def is_system_path(resolved: Path) -> bool:
 def resolve(path: Path) -> Path:
     """``path`` with every symlink followed (missing components allowed).
 
-    A symlink loop is ``Refused("unreadable")``, not a RuntimeError.
+    A symlink loop or a NUL character is ``Refused("unreadable")``, not a
+    RuntimeError or ValueError.
     """
+    if "\0" in str(path):
+        raise Refused("unreadable", "contains a NUL character")
     try:
         return path.resolve()
     except (OSError, RuntimeError) as exc:

@@ -298,12 +298,14 @@ def workspace_paths(
     memory = root / MEMORY_DIR
     if memory.is_dir():
         if _inside(memory, root):
-            for path in sorted(memory.glob("*.md")):
+            for path in _markdown_in(memory, root, refused):
                 add(path)
         else:
             refused.append(Refusal(MEMORY_DIR, "outside_workspace"))
     for extra in paths:
         given = str(extra)
+        if "\0" in given:
+            raise InvalidInput("paths", f"{given!r}: contains a NUL character")
         if os.path.isabs(given) or given.startswith("~"):
             refused.append(Refusal(given, "absolute_path"))
             continue
@@ -314,7 +316,7 @@ def workspace_paths(
         if not os.path.lexists(path):
             raise InvalidInput("paths", f"{given}: no such file or directory")
         if path.is_dir():
-            for inner in _markdown_under(path):
+            for inner in _markdown_under(path, root, refused):
                 add(inner)
         else:
             add(path)
@@ -328,12 +330,35 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def _markdown_under(directory: Path) -> list[Path]:
+def _markdown_in(directory: Path, root: Path, refused: list[Refusal]) -> list[Path]:
+    """``*.md`` entries of ``directory`` (any type: opening decides), sorted.
+
+    A directory that cannot be listed (gone, no permission) is refused, not an error.
+    """
+    try:
+        with os.scandir(directory) as entries:
+            names = [e.name for e in entries if e.name.endswith(".md")]
+    except OSError as exc:
+        refused.append(_unlistable(directory, root, exc))
+        return []
+    return [directory / name for name in sorted(names)]
+
+
+def _markdown_under(directory: Path, root: Path, refused: list[Refusal]) -> list[Path]:
     """``*.md`` entries below ``directory``, sorted; symlinked directories are not entered."""
     found: list[Path] = []
-    for top, _dirs, names in os.walk(directory, followlinks=False):
+
+    def failed(exc: OSError) -> None:
+        refused.append(_unlistable(Path(exc.filename or directory), root, exc))
+
+    for top, _dirs, names in os.walk(directory, onerror=failed, followlinks=False):
         found.extend(Path(top) / n for n in names if n.endswith(".md"))
     return sorted(found)
+
+
+def _unlistable(directory: Path, root: Path, exc: OSError) -> Refusal:
+    name = directory.relative_to(root).as_posix() if directory.is_relative_to(root) else "."
+    return Refusal(name, "vanished" if isinstance(exc, FileNotFoundError) else "unreadable")
 
 
 def read_workspace(

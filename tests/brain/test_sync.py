@@ -491,6 +491,15 @@ def test_a_workspace_under_proc_is_refused(fresh_brain: Brain) -> None:
         fresh_brain.sync("/proc/self")
 
 
+def test_an_extra_path_with_a_nul_character_is_invalid_input(
+    fresh_brain: Brain, tmp_path: Path
+) -> None:
+    root = _workspace(tmp_path / "ws", {"MEMORY.md": MEMORY})
+    with pytest.raises(InvalidInput, match="NUL") as bad:
+        fresh_brain.sync(root, ["notes\0.md"])
+    assert bad.value.field == "paths"
+
+
 def test_a_file_that_is_not_utf8_is_read_with_replacement_characters(
     fresh_brain: Brain, tmp_path: Path
 ) -> None:

@@ -97,7 +97,8 @@ def test_a_fifo_a_device_or_a_proc_file_is_invalid_params_at_once_and_the_daemon
 
     # Each answer is awaited with the test deadline: old code never answered the FIFO.
     for request_id, path in enumerate(
-        [str(fifo), str(zero), "/dev/zero", "/proc/self/environ", str(tmp_path)], start=1
+        [str(fifo), str(zero), "/dev/zero", "/proc/self/environ", str(tmp_path), "t\0.jsonl"],
+        start=1,
     ):
         answer = daemon.call(request_id, "bootstrap", {"session": "s", "path": path})
         assert answer["error"]["code"] == errors.InvalidParams.CODE, (path, answer)
