@@ -310,8 +310,12 @@ def workspace_paths(
             refused.append(Refusal(given, "absolute_path"))
             continue
         path = root / given
-        if not _inside(path, root):
-            refused.append(Refusal(given, "outside_workspace"))
+        try:
+            if not resolve(path).is_relative_to(root):
+                refused.append(Refusal(given, "outside_workspace"))
+                continue
+        except Refused as exc:  # a symlink loop
+            refused.append(Refusal(given, exc.reason))
             continue
         if not os.path.lexists(path):
             raise InvalidInput("paths", f"{given}: no such file or directory")
