@@ -149,11 +149,18 @@ class Brain:
         session_key: str | None = None,
         field: str = "messages",
         batch: bool = True,
+        create: bool = True,
     ) -> IngestResult:
         """Append messages to a session; see ``brain.ingest.ingest``."""
         with self._lock:
             return ingest(
-                self._store, session, messages, session_key=session_key, field=field, batch=batch
+                self._store,
+                session,
+                messages,
+                session_key=session_key,
+                field=field,
+                batch=batch,
+                create=create,
             )
 
     def bootstrap(
@@ -236,12 +243,13 @@ class Brain:
         options: TraverseOptions | None = None,
         record: bool = True,
         session: str | None = None,
+        summaries_only: bool = False,
     ) -> QueryResult:
         """Retrieve from the graph: seeds nearest ``text``, spread, trace (``record``).
 
         With ``session`` only that session's summaries may fire (taught and workspace
-        nodes always may): what ``assemble`` shows one session never carries another
-        session's conversation.
+        nodes also may, unless ``summaries_only``): what ``assemble`` shows one
+        session never carries another session's conversation.
         """
         if not text.strip():
             raise InvalidInput("query", "must not be empty")
@@ -270,6 +278,7 @@ class Brain:
                 embed_ms,
                 record=record,
                 conversations=scope,
+                summaries_only=summaries_only,
             )
 
     def teach(
@@ -496,7 +505,12 @@ class Brain:
             return message
 
     def assemble(
-        self, session: str, options: AssembleOptions, *, recall: RecallMode | None = None
+        self,
+        session: str,
+        options: AssembleOptions,
+        *,
+        recall: RecallMode | None = None,
+        summaries_only: bool = False,
     ) -> Assembled:
         """The model-ready context for a session under a token budget.
 
@@ -506,6 +520,9 @@ class Brain:
         under the session as chat id) but shows nothing of it; ``on`` shows the
         query's context block as a user turn after the summaries, within the
         budget (at most a quarter of it), or not at all when it does not fit.
+        ``summaries_only``: only the session's summaries may fire in that query,
+        no taught, directive or workspace node (a call under a grant: the grant
+        reaches the session, not the graph).
         """
         recall = recall or self.config.recall_mode
         if recall == "off":
@@ -529,6 +546,7 @@ class Brain:
             chat_id=session,
             options=TraverseOptions(max_chars=max_chars),
             session=session,
+            summaries_only=summaries_only,
         )
         if recall == "on" and found.context:
             block = f'<recall trace="{found.trace_id}">\n{found.context}\n</recall>'
@@ -687,6 +705,25 @@ class Brain:
         """Add an answer's cost to the grant's usage; return the new total."""
         with self._lock:
             return grants.charge(self._store, grant_id, tokens)
+
+    def admit_grant(self, grant_id: str, method: str, reach: Reach, holder: str) -> Grant | None:
+        """Check the grant and hold it for one call; None while another process holds it.
+
+        See ``brain.grants.admit``: the check and a one-token reservation are one
+        transaction, so the cap holds across processes sharing the database.
+        """
+        with self._lock:
+            return grants.admit(self._store, grant_id, method, reach, holder)
+
+    def renew_grant(self, grant_id: str, holder: str) -> bool:
+        """Extend a call's hold on a grant (``brain.grants.renew``)."""
+        with self._lock:
+            return grants.renew(self._store, grant_id, holder)
+
+    def settle_grant(self, grant_id: str, holder: str, tokens: int) -> int:
+        """Charge an admitted call's cost for its reservation and release its hold."""
+        with self._lock:
+            return grants.settle(self._store, grant_id, holder, tokens)
 
     # -- compaction ---------------------------------------------------------
 

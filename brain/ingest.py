@@ -20,7 +20,7 @@ from typing import Final
 import orjson
 
 from brain.content import MessageIn, Normalized, message_part_block, normalize, normalize_time
-from brain.errors import Conflict, InvalidInput
+from brain.errors import Conflict, InvalidInput, NotFound
 from brain.files import remove_file, write_file
 from brain.filetext import index_file
 from brain.store import Store, Transaction
@@ -65,6 +65,7 @@ def ingest(
     session_key: str | None = None,
     field: str = "messages",
     batch: bool = True,
+    create: bool = True,
     now: datetime | None = None,
 ) -> IngestResult:
     """Store ``messages`` for ``session`` in one transaction and report what happened.
@@ -72,6 +73,8 @@ def ingest(
     Every message is validated before the transaction starts, so a bad
     message rejects the whole call and stores nothing. ``field`` and ``batch``
     only shape error messages (``messages[3].role`` or ``message.role``).
+    Without ``create`` (a call under a grant) the session must exist (else
+    ``NotFound``) and keep its session key (another one is ``Conflict``).
     """
     _check_session(session, session_key)
     moment = now or datetime.now(UTC)
@@ -87,7 +90,7 @@ def ingest(
     stamp = normalize_time(None, "now", moment)
     outcomes: list[IngestedMessage] = []
     with store.transaction() as txn:
-        conversation_id = _conversation(store, session, session_key, stamp)
+        conversation_id = _conversation(store, session, session_key, stamp, create)
         last = store.one(
             "SELECT id, seq, client_id, replay_hash FROM messages "
             "WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1",
@@ -141,9 +144,13 @@ def _check_session(session: str, session_key: str | None) -> None:
         raise InvalidInput("session_key", f"must be 1..{MAX_SESSION_LEN} characters")
 
 
-def _conversation(store: Store, session: str, session_key: str | None, stamp: str) -> int:
+def _conversation(
+    store: Store, session: str, session_key: str | None, stamp: str, create: bool
+) -> int:
     row = store.one("SELECT id, session_key FROM conversations WHERE session_id = ?", (session,))
     if row is None:
+        if not create:
+            raise NotFound(f"no session {session!r}", session=session)
         store.execute(
             "INSERT INTO conversations (session_id, session_key, created_at, updated_at) "
             "VALUES (?, ?, ?, ?)",
@@ -158,6 +165,8 @@ def _conversation(store: Store, session: str, session_key: str | None, stamp: st
                 session=session,
                 session_key=stored_key,
             )
+        if not create:
+            raise Conflict(f"session {session!r} is not filed under a session key", session=session)
         store.execute(
             "UPDATE conversations SET session_key = ? WHERE id = ?", (session_key, conversation_id)
         )

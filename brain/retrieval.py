@@ -93,16 +93,18 @@ def run_query(
     *,
     record: bool = True,
     conversations: Sequence[int] | None = None,
+    summaries_only: bool = False,
 ) -> QueryResult:
     """Seed, traverse, record the trace (unless ``record`` is False), build the context.
 
     ``conversations``: only summaries of these conversations may fire (taught,
-    directive and workspace nodes always may); None lets every summary fire.
+    directive and workspace nodes also may, unless ``summaries_only``); None lets
+    every summary fire.
     """
     started = time.perf_counter()
     graph.refresh(store)
     suppressed = _suppressed_summaries(store)
-    outside = _OutsideScope(store, graph, conversations)
+    outside = _OutsideScope(store, graph, conversations, summaries_only)
     blocked = _Blocked(suppressed, outside)
     seeds = _seeds(store, graph, index, vector, options.top_k, allowed=lambda n: not outside(n))
     traversal = traverse(seeds, graph.neighbours, options, blocked)
@@ -164,16 +166,29 @@ def _seeds(
 
 
 class _OutsideScope:
-    """Whether a node is a summary of a conversation outside the query's scope."""
+    """Whether a node is outside the query's scope.
 
-    def __init__(self, store: Store, graph: Graph, conversations: Sequence[int] | None) -> None:
+    Outside: a summary of a conversation not in scope and, with
+    ``summaries_only``, every node that is not a summary.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        graph: Graph,
+        conversations: Sequence[int] | None,
+        summaries_only: bool = False,
+    ) -> None:
         self.store = store
         self.graph = graph
         self.scope = None if conversations is None else set(conversations)
+        self.summaries_only = summaries_only
         self.seen: dict[int, bool] = {}
 
     def __call__(self, node: int) -> bool:
-        if self.scope is None or self.graph.kind.get(node) != "summary":
+        if self.graph.kind.get(node) != "summary":
+            return self.summaries_only
+        if self.scope is None:
             return False
         if node not in self.seen:
             conversation = self.store.scalar(

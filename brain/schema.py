@@ -420,7 +420,16 @@ INSERT INTO nodes (node_id, kind, summary_id, created_at)
 CREATE INDEX summaries_suppressed ON summaries(id) WHERE suppressed_at IS NOT NULL;
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
+# Version 10: a grant's hold. Several daemons may serve one database; the call
+# running under a grant holds it (owner and lease end) so that calls under the
+# same grant in other processes wait, and the token cap holds across processes
+# (``brain.grants.admit``).
+_V10: Final = """
+ALTER TABLE grants ADD COLUMN held_by TEXT;
+ALTER TABLE grants ADD COLUMN held_until TEXT;
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

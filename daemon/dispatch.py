@@ -4,33 +4,38 @@
 method, validates params into their typed object and computes the request's
 *lane* (requests on one lane, e.g. one session, run in arrival order). Errors
 found here are answered at once. ``execute`` runs the handler and turns its
-result or exception into a frame. A call carrying a grant is checked against
-it first (in a worker thread) and, once answered, charged the estimated tokens
-of its encoded result. ``to_wire`` is the only place where engine
-and foreign exceptions become protocol errors.
+result or exception into a frame. A call carrying a grant is admitted by it
+first (checked, with a token reserved and the grant held, in one database
+transaction) and, once answered, charged the estimated tokens of its encoded
+result. ``to_wire`` is the only place where engine and foreign exceptions
+become protocol errors.
 """
 
 from __future__ import annotations
 
+import secrets
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import apsw
 
 import brain.errors as engine
 from brain import Brain
-from brain.grants import Reach
+from brain.grants import HOLD_S, Reach
 from brain.tokens import estimate_tokens
-from daemon import progress
+from daemon import granted, progress
 from daemon.context import Context
 from daemon.handlers import HANDLERS, Handler
 from daemon.logs import log
 from protocol import errors as wire
 from protocol.methods import GRANTABLE, METHODS
 from protocol.wire import Rejected, Request, error_frame, parse_request, result_frame
+
+HELD_POLL_S: Final = 0.05
+"""How often a call waits to ask again while another process's call holds its grant."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,18 +131,12 @@ class Dispatcher:
         return None if request.notification else frame
 
     async def _granted(self, call: Call, grant: str) -> bytes:
-        """Check, run and charge a call carrying ``grant``, one such call at a time."""
-        request = call.request
+        """Admit, run and settle a call carrying ``grant``, one such call at a time."""
         lock, users = self._grant_locks.get(grant) or (anyio.Lock(), 0)
         self._grant_locks[grant] = (lock, users + 1)
         try:
             async with lock:
-                reach = reach_of(call.params)
-                await self.context.db(self.brain.check_grant, grant, request.method, reach)
-                result = await call.handler.run(self.context, call.params)
-                frame = result_frame(request.id, result, request.jsonrpc)
-                await self._charge(grant, frame)
-                return frame
+                return await self._run_granted(call, grant)
         finally:
             lock, users = self._grant_locks[grant]
             if users == 1:
@@ -145,20 +144,69 @@ class Dispatcher:
             else:
                 self._grant_locks[grant] = (lock, users - 1)
 
-    async def _charge(self, grant: str, frame: bytes) -> None:
-        """Charge a grant for an answer already built.
+    async def _run_granted(self, call: Call, grant: str) -> bytes:
+        """Hold the grant across processes while the call runs; settle what it cost.
+
+        The in-process lock orders this process's calls; the grant's hold in
+        the database orders calls in other processes serving the same file,
+        so across all of them one call at a time runs under a grant and only
+        that one can cross its cap. A call that fails is refunded.
+        """
+        request = call.request
+        reach = reach_of(call.params)
+        holder = secrets.token_hex(8)
+        while (
+            await self.context.db(self.brain.admit_grant, grant, request.method, reach, holder)
+            is None
+        ):
+            await anyio.sleep(HELD_POLL_S)
+        tokens = 0
+        try:
+            failure: Exception | None = None
+            async with anyio.create_task_group() as renewing:
+                renewing.start_soon(self._keep_holding, grant, holder)
+                flag = granted.current.set(True)
+                try:
+                    result = await call.handler.run(self.context, call.params)
+                except Exception as exc:  # re-raised below, not grouped by the task group
+                    failure = exc
+                finally:
+                    granted.current.reset(flag)
+                    renewing.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
+            frame = result_frame(request.id, result, request.jsonrpc)
+            tokens = estimate_tokens(frame.decode("utf-8", "replace"))
+            return frame
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._settle(grant, holder, tokens)
+
+    async def _keep_holding(self, grant: str, holder: str) -> None:
+        """Renew the call's hold on its grant until cancelled (a long call keeps it)."""
+        while True:
+            await anyio.sleep(HOLD_S / 3)
+            try:
+                if not await self.context.db(self.brain.renew_grant, grant, holder):
+                    log.warning("grant hold lapsed during a call")
+                    return
+            except (engine.BrainError, apsw.Error) as exc:
+                log.warning("grant hold renewal failed", error=str(exc))
+
+    async def _settle(self, grant: str, holder: str, tokens: int) -> None:
+        """Charge a grant for an answer already built (0: refund), releasing its hold.
 
         A call that passes the cap still returns (it was allowed when it
-        started; the next is refused). A charge that fails (a busy database)
+        started; the next is refused). A settle that fails (a busy database)
         is logged, not reported: the call has happened, and answering it with
-        an error would hide a committed write from the client.
+        an error would hide a committed write from the client. Its reserved
+        token stays charged and its hold lapses.
         """
-        tokens = estimate_tokens(frame.decode("utf-8", "replace"))
         try:
-            await self.context.db(self.brain.charge_grant, grant, tokens)
-        except engine.BrainError as exc:
+            await self.context.db(self.brain.settle_grant, grant, holder, tokens)
+        except (engine.BrainError, apsw.Error) as exc:
             # No grant id in the log: it works as a credential.
-            log.warning("grant charge failed", tokens=tokens, error=exc.message)
+            log.warning("grant charge failed", tokens=tokens, error=str(exc))
 
     def reject(self, call: Call, error: wire.RPCError) -> Answer:
         """Answer a prepared call with an error instead of running it."""
@@ -182,7 +230,8 @@ def reach_of(params: Any) -> Reach:
     everything = bool(getattr(params, "all", False)) or (
         scoped and session is None and session_key is None
     )
-    return Reach(session, session_key, everything)
+    suppressed = bool(getattr(params, "include_suppressed", False))
+    return Reach(session, session_key, everything, suppressed)
 
 
 _ENGINE_ERRORS: dict[type[engine.BrainError], type[wire.RPCError]] = {

@@ -23,7 +23,7 @@ from brain.maintain import MaintainOptions
 from brain.progress import ignore as progress_ignore
 from brain.search import GrepOptions, Mode, Scope
 from brain.traverse import TraverseOptions
-from daemon import progress
+from daemon import granted, progress
 from daemon.context import Context
 from protocol.methods import (
     AssembleParams,
@@ -93,6 +93,7 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
         session_key=params.session_key,
         field="message" if params.single else "messages",
         batch=not params.single,
+        create=not granted.current.get(),
     )
     compaction = ctx.brain.config.compaction
     if compaction.auto and result.raw_tokens > compaction.threshold_tokens:
@@ -122,6 +123,7 @@ async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
         params.session,
         options,
         recall=_RECALL_MODES.get(params.recall or ""),
+        summaries_only=granted.current.get(),
     )
     # Shallow: dataclasses.asdict deep-copies every message (9 ms of 19 ms at 5k).
     out = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}

@@ -79,10 +79,12 @@ def test_a_session_key_grant_covers_exactly_the_sessions_filed_under_it(tmp_path
         assert _denied(store, gid, "grep", Reach("theirs")) == "scope"
         assert _denied(store, gid, "grep", Reach("loose")) == "scope"
         assert _denied(store, gid, "grep", Reach(session_key="other")) == "scope"
-        # A new session is within the key only when the request files it there.
-        grants.check(store, gid, "ingest", Reach("new", "k"), T0)
+        # A session that does not exist yet is filed under no key: a request
+        # under the grant cannot start one there.
+        assert _denied(store, gid, "ingest", Reach("new", "k")) == "scope"
         assert _denied(store, gid, "ingest", Reach("new")) == "scope"
         assert _denied(store, gid, "ingest", Reach("mine", "other")) == "scope"
+        grants.check(store, gid, "ingest", Reach("mine", "k"), T0)
     finally:
         engine.close()
 
