@@ -152,3 +152,52 @@ def test_grants_persist_across_reopening_the_database(db_path: Path) -> None:
         assert again.sessions == grant.sessions
     finally:
         second.close()
+
+
+def test_an_admitted_call_reserves_a_token_and_holds_the_grant_until_it_settles(
+    store: Store,
+) -> None:
+    gid = _grant(store, token_cap=100).grant_id
+    assert grants.admit(store, gid, "grep", Reach("a"), "one", T0) is not None
+    assert grants.get(store, gid).tokens_used == grants.RESERVED
+    # Another process's call waits (None) and changes nothing meanwhile.
+    assert grants.admit(store, gid, "grep", Reach("a"), "two", T0) is None
+    assert grants.get(store, gid).tokens_used == grants.RESERVED
+    assert grants.settle(store, gid, "one", 40) == 40
+    assert grants.admit(store, gid, "grep", Reach("a"), "two", T0) is not None
+    assert grants.settle(store, gid, "two", 0) == 40  # a failed call is refunded
+
+
+def test_a_one_token_cap_admits_one_call_and_refuses_the_next_before_it_settles(
+    store: Store,
+) -> None:
+    gid = _grant(store, token_cap=1).grant_id
+    assert grants.admit(store, gid, "grep", Reach("a"), "one", T0) is not None
+    later = T0 + timedelta(seconds=grants.HOLD_S + 1)  # even once the hold has lapsed
+    with pytest.raises(GrantExhausted):
+        grants.admit(store, gid, "grep", Reach("a"), "two", later)
+
+
+def test_a_dead_holders_hold_lapses_and_its_reservation_stays_charged(store: Store) -> None:
+    gid = _grant(store, token_cap=100).grant_id
+    assert grants.admit(store, gid, "grep", Reach("a"), "dead", T0) is not None
+    renewed = T0 + timedelta(seconds=grants.HOLD_S / 2)
+    assert grants.renew(store, gid, "dead", renewed)
+    assert grants.admit(store, gid, "grep", Reach("a"), "next", renewed) is None
+    lapsed = renewed + timedelta(seconds=grants.HOLD_S + 1)
+    assert grants.admit(store, gid, "grep", Reach("a"), "next", lapsed) is not None
+    assert grants.get(store, gid).tokens_used == 2 * grants.RESERVED
+    assert not grants.renew(store, gid, "dead", lapsed)
+    # The dead holder's late settle charges but leaves the new holder's hold alone.
+    grants.settle(store, gid, "dead", 5)
+    assert grants.admit(store, gid, "grep", Reach("a"), "third", lapsed) is None
+
+
+def test_admitting_checks_the_grant_first_and_a_refusal_reserves_nothing(store: Store) -> None:
+    gid = _grant(store).grant_id
+    with pytest.raises(GrantDenied):
+        grants.admit(store, gid, "grep", Reach("b"), "one", T0)
+    with pytest.raises(GrantDenied) as caught:
+        grants.admit(store, gid, "grep", Reach("a", suppressed=True), "one", T0)
+    assert caught.value.reason == "suppressed"
+    assert grants.get(store, gid).tokens_used == 0

@@ -1,13 +1,16 @@
-"""Grants are stored: one made before a restart still works after it, until revoked."""
+"""Grants through real daemons: stored across restarts, held in every path
+(recall, session creation, suppressed items) and capped across processes."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 from typing import Any
 
 from protocol.client import Client
 from protocol.framing import encode_frame
-from tests.e2e.conftest import Daemon, Spawn, serve_argv, user_message
+from tests.e2e.conftest import DEADLINE, Daemon, Spawn, opened, serve_argv, user_message
 
 
 def _granted(daemon: Daemon, request_id: int, grant: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -142,3 +145,66 @@ def test_describe_of_suppressed_items_is_refused_under_a_grant(db_path: Path) ->
         assert refused["error"]["data"]["reason"] == "suppressed"
         assert "the hidden part" not in str(refused)
         assert client.close() == 0
+
+
+def _all_at_once(
+    clients: list[Client], method: str, params: dict[str, Any], grant: str
+) -> list[dict[str, Any]]:
+    """Each client sends the same granted request, released together; their answers."""
+    start = threading.Barrier(len(clients))
+    answers: list[dict[str, Any]] = [{} for _ in clients]
+
+    def ask(i: int) -> None:
+        start.wait()
+        answers[i] = clients[i].request(method, params, grant=grant)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(clients))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE)
+    return answers
+
+
+def test_daemons_sharing_a_database_answer_a_one_token_grant_once_between_them(
+    db_path: Path,
+) -> None:
+    with contextlib.ExitStack() as stack:
+        clients = [stack.enter_context(Client.spawn(db_path)) for _ in range(5)]
+        for client in clients:
+            assert client.call("ping") == {"pong": True}  # every daemon is serving
+        owner = clients[0]
+        owner.call("ingest", {"session": "a", "message": {"role": "user", "content": "secret"}})
+        body = {"sessions": ["a"], "methods": ["grep"], "token_cap": 1, "ttl_s": 60}
+        for _ in range(5):
+            grant = owner.call("grant", body)["grant_id"]
+            answers = _all_at_once(clients, "grep", {"session": "a", "query": "secret"}, grant)
+            assert sum("result" in a for a in answers) == 1, answers
+            assert [_code(a) for a in answers if "error" in a] == [BUDGET_EXCEEDED] * 4
+            with opened(db_path) as engine:
+                assert 1 < engine.get_grant(grant).tokens_used < 200  # one answer's worth
+        for client in clients:
+            assert client.close() == 0
+
+
+def test_daemons_sharing_a_grant_with_budget_left_answer_every_call_and_charge_each(
+    db_path: Path,
+) -> None:
+    with contextlib.ExitStack() as stack:
+        clients = [stack.enter_context(Client.spawn(db_path)) for _ in range(4)]
+        owner = clients[0]
+        owner.call("ingest", {"session": "a", "message": {"role": "user", "content": "secret"}})
+        body = {"sessions": ["a"], "methods": ["grep"], "token_cap": 10**6, "ttl_s": 60}
+        grant = owner.call("grant", body)["grant_id"]
+        alone = owner.call("grep", {"session": "a", "query": "secret"}, grant=grant)
+        with opened(db_path) as engine:
+            one = engine.get_grant(grant).tokens_used
+        assert alone["hits"]
+        # Calls in other processes wait for the one holding the grant, not refused.
+        answers = _all_at_once(clients, "grep", {"session": "a", "query": "secret"}, grant)
+        assert all("result" in a for a in answers), answers
+        with opened(db_path) as engine:
+            used = engine.get_grant(grant).tokens_used
+        assert 5 * one - 5 <= used <= 5 * one + 5  # every answer charged, no reservation left
+        for client in clients:
+            assert client.close() == 0
