@@ -328,6 +328,7 @@ def test_an_older_database_is_a_warning_and_repair_migrates_it(
             "row_id INTEGER NOT NULL, conversation_id INTEGER NOT NULL, vector BLOB NOT NULL, "
             "text_hash BLOB, PRIMARY KEY (kind, row_id)) WITHOUT ROWID; "
             "DELETE FROM meta WHERE key LIKE 'embedder%'; "
+            "ALTER TABLE grants DROP COLUMN held_by; ALTER TABLE grants DROP COLUMN held_until; "
             "INSERT INTO embed_queue SELECT 'message', id FROM messages; "
             "INSERT INTO embed_queue SELECT 'summary', id FROM summaries; "
             "PRAGMA user_version = 8"
