@@ -155,11 +155,15 @@ class Dispatcher:
         request = call.request
         reach = reach_of(call.params)
         holder = secrets.token_hex(8)
-        while (
-            await self.context.db(self.brain.admit_grant, grant, request.method, reach, holder)
-            is None
-        ):
-            await anyio.sleep(HELD_POLL_S)
+        while True:
+            # Shielded: a hold taken in the worker thread must reach the settle below.
+            with anyio.CancelScope(shield=True):
+                admitted = await self.context.db(
+                    self.brain.admit_grant, grant, request.method, reach, holder
+                )
+            if admitted is not None:
+                break
+            await anyio.sleep(HELD_POLL_S)  # another process's call holds the grant
         tokens = 0
         try:
             failure: Exception | None = None
