@@ -65,8 +65,9 @@ class GrantDenied(BrainError):
     """The grant does not allow this request; ``reason`` says why.
 
     Reasons: ``unknown`` (including a malformed id), ``expired``, ``revoked``,
-    ``method`` (not granted) or ``scope`` (a session or key outside the grant,
-    or a request over every conversation).
+    ``method`` (not granted), ``scope`` (a session or key outside the grant,
+    or a request over every conversation) or ``suppressed`` (a request for
+    suppressed items, which no grant allows).
     """
 
     default_message = "grant denied"

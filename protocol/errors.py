@@ -100,7 +100,9 @@ class ScopeDenied(RPCError):
 
     For a request carrying a grant, ``data.reason`` says which: ``unknown``
     (also a malformed id), ``expired``, ``revoked``, ``method`` (not granted,
-    or never grantable) or ``scope`` (another session or key, or ``all``).
+    or never grantable), ``scope`` (another session or key, a session not
+    started yet under the grant's key, or ``all``) or ``suppressed``
+    (``include_suppressed`` under a grant).
     """
 
     CODE = -32003
