@@ -423,26 +423,48 @@ class Brain:
     ) -> MaintainReport:
         """Run the graph's slow loop (``brain.maintain``); ``dry_run`` writes nothing.
 
-        The mirror is reloaded before the next answer; the graph's vector index
-        reloads by itself when maintenance deleted vectors (their epoch moved).
+        It runs on a connection of its own and never takes the engine's lock:
+        reading the snapshot and planning (seconds at 100k nodes) need no lock,
+        and each chunk of writes is a short transaction that other requests'
+        writes wait for at most once (SQLite's write lock, as for ``brain
+        maintain`` in another process). Every chunk bumps the graph epoch, so
+        the mirror reloads before the next query after it; it is also marked
+        stale at the end. The graph's vector index reloads by itself when
+        maintenance deleted vectors (their epoch moved).
         """
-        with self._lock:
-            try:
+        try:
+            with self._side_store() as store:
                 return maintain(
-                    self._store,
-                    self._graph,
-                    tasks,
-                    dry_run=dry_run,
-                    options=options,
-                    progress=progress,
+                    store, None, tasks, dry_run=dry_run, options=options, progress=progress
                 )
-            finally:
+        finally:
+            with self._lock:
                 self._graph.invalidate()
 
     def health(self) -> Health:
-        """The retrieval graph's shape now (``brain.maintain.health``)."""
-        with self._lock:
-            return health(self._store)
+        """The retrieval graph's shape now (``brain.maintain.health``).
+
+        Read on a connection of its own, like ``maintain``: it reads every node
+        and edge, which must not hold up other requests.
+        """
+        with self._side_store() as store:
+            return health(store)
+
+    @contextlib.contextmanager
+    def _side_store(self) -> Iterator[Store]:
+        """A second connection to this database for long work done without the lock.
+
+        An apsw connection must not be used by two threads at once, so work that
+        reads the whole graph cannot share the engine's connection without holding
+        the lock throughout; its own connection reads beside the engine's (WAL
+        lets readers and one writer go on together), and its writes are ordinary
+        short transactions.
+        """
+        store = open_store(self.path, self.config)
+        try:
+            yield store
+        finally:
+            store.close()
 
     # -- reads --------------------------------------------------------------
 

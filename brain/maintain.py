@@ -23,6 +23,7 @@ merged (merging them would need an LLM's judgement); overlay is the rest.
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -77,16 +78,23 @@ class MaintainOptions:
     """Row writes per transaction."""
 
     def __post_init__(self) -> None:
-        if self.half_life_days <= 0:
-            raise InvalidInput("half_life_days", "must be positive")
-        if self.chunk < 1:
-            raise InvalidInput("chunk", "must be at least 1")
-        if self.scale_budget <= 0:
-            raise InvalidInput("scale_budget", "must be positive")
-        if self.cofire_traces < 1:
-            raise InvalidInput("cofire_traces", "must be at least 1")
-        if self.connect_k < 0:
-            raise InvalidInput("connect_k", "must not be negative")
+        # The engine checks its own ranges: ``brain maintain`` and scripts build
+        # options without the protocol's validation, and an out-of-range knob
+        # is not a harmless no-op (``prune_below`` 5 deletes every edge).
+        for name in ("merge_similarity", "prune_below", "connect_similarity"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                raise InvalidInput(name, f"must be between 0 and 1, got {value}")
+        for name in ("half_life_days", "orphan_days", "scale_budget"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise InvalidInput(name, f"must be a positive number, got {value}")
+        if not (math.isfinite(self.min_decay) and 0.0 <= self.min_decay <= 1.0):
+            raise InvalidInput("min_decay", f"must be between 0 and 1, got {self.min_decay}")
+        for name, minimum in (("chunk", 1), ("cofire_traces", 1), ("connect_k", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise InvalidInput(name, f"must be an integer of at least {minimum}, got {value}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,14 +132,16 @@ def _maintain(config: DaemonConfig, args: argparse.Namespace) -> int:
     daemon's requests in between), each bumping the graph epoch, so the daemon's
     mirror and vector index reload before they answer again.
     """
+    from brain.errors import InvalidInput
     from brain.maintain import TASKS, MaintainOptions
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else TASKS
     try:
         options = MaintainOptions(half_life_days=args.half_life_days, prune_below=args.prune_below)
-    except ValueError as exc:
+    except InvalidInput as exc:
+        # Refused before the database is opened: nothing is read or written.
         print(f"brain maintain: {exc}", file=sys.stderr)
-        return 1
+        return 2
     report = _offline(
         config,
         "maintain",

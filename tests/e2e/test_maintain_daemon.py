@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import orjson
 
+from brain import open_store
+from brain.graph import NewNode, insert_node
+from protocol.framing import encode_frame
 from tests.e2e.conftest import (
     BRAIN,
     DEADLINE,
     Spawn,
     ingest_frame,
     integrity,
+    request_frame,
     serve_argv,
     stored_client_ids,
     user_message,
@@ -105,3 +110,59 @@ def test_the_maintain_method_reports_a_dry_run_then_does_it(db_path: Path, spawn
     assert bad_knob["error"]["code"] == -32602
     code, _ = daemon.finish()
     assert code == 0
+
+
+# -- long work never holds the engine ------------------------------------------------
+
+_LONG_AGO = "2025-01-01T00:00:00.000Z"
+
+
+def _big_graph(db_path: Path, nodes: int, fanout: int) -> None:
+    """Build a graph with SQL in this process (fast): every edge old enough to decay."""
+    store = open_store(db_path)
+    try:
+        with store.transaction():
+            rows = [
+                insert_node(store, NewNode("teaching", f"fact number {i}"), embed=False)[0]
+                for i in range(nodes)
+            ]
+            store.conn.executemany(
+                "INSERT INTO edges (source, target, weight, kind, updated_at) "
+                "VALUES (?, ?, 0.8, 'learned', ?)",
+                (
+                    (rows[i], rows[(i + 1 + k * 7) % nodes], _LONG_AGO)
+                    for i in range(nodes)
+                    for k in range(fanout)
+                ),
+            )
+    finally:
+        store.close()
+
+
+def test_info_and_ingest_are_answered_while_a_maintain_is_still_running(
+    db_path: Path, spawn: Spawn
+) -> None:
+    _big_graph(db_path, nodes=6_000, fanout=10)
+    daemon = spawn(serve_argv(db_path, "--embedder", "hash"))
+    assert daemon.call(1, "info")["result"]["edges"] == 60_000
+    daemon.send(encode_frame({"id": 2, "method": "maintain", "params": {}, "progress": True}))
+    first = daemon.frame()
+    assert first.get("method") == "progress", first  # maintain has started
+    daemon.send(request_frame(3, "info"))
+    daemon.send(ingest_frame(4, "s", [user_message(1)]))
+    seen: list[dict[str, Any]] = []
+    while not any(f.get("id") == 2 for f in seen):
+        seen.append(daemon.frame())
+    order = [f.get("id") or f"progress:{f['params']['phase']}" for f in seen]
+    # Both answered before maintain reported its last step: it held nothing they needed.
+    assert order.index(3) < order.index("progress:done"), order
+    assert order.index(4) < order.index("progress:done"), order
+    assert next(f for f in seen if f.get("id") == 3)["result"]["nodes"] == 6_000
+    report = next(f for f in seen if f.get("id") == 2)["result"]
+    assert report["tasks"]["decay"]["decayed"] == 60_000
+    assert report["tasks"]["prune"]["edges"] == 60_000  # two years at 14 days: all weak
+    assert daemon.call(5, "info")["result"]["edges"] == 0  # the daemon sees what it did
+    code, _ = daemon.finish()
+    assert code == 0
+    assert stored_client_ids(db_path, "s") == ["m0001"]
+    assert integrity(db_path) == [("ok",)]
