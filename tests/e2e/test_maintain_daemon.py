@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from brain import open_store
 from brain.graph import NewNode, insert_node
@@ -166,3 +167,33 @@ def test_info_and_ingest_are_answered_while_a_maintain_is_still_running(
     assert code == 0
     assert stored_client_ids(db_path, "s") == ["m0001"]
     assert integrity(db_path) == [("ok",)]
+
+
+def _edges(db_path: Path) -> list[tuple[Any, ...]]:
+    store = open_store(db_path)
+    try:
+        return [tuple(r) for r in store.execute("SELECT * FROM edges ORDER BY source, target")]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "knob"),
+    [("--prune-below", "5", "prune_below"), ("--half-life-days", "0", "half_life_days")],
+)
+def test_brain_maintain_refuses_a_knob_out_of_range_and_changes_nothing(
+    db_path: Path, flag: str, value: str, knob: str
+) -> None:
+    _big_graph(db_path, nodes=20, fanout=2)
+    before = _edges(db_path)
+    done = subprocess.run(
+        [str(BRAIN), "maintain", "--db", str(db_path), "--embedder", "hash", flag, value],
+        capture_output=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert knob in err
+    assert "Traceback" not in err
+    assert _edges(db_path) == before
