@@ -6,6 +6,7 @@ from flags, environment variables and an optional TOML file.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -71,4 +72,19 @@ class BrainConfig:
     orphan_file_grace_s: float = 600.0
     recall_mode: RecallMode = "off"
     """``assemble``'s recall block when a request does not say: off, shadow or on."""
+    trace_max_count: int = 10_000
+    """Query traces kept: storing one more deletes the oldest beyond this many."""
+    trace_max_age_days: float = 30.0
+    """Maintenance (the ``prune`` task) deletes traces older than this."""
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
+
+    def __post_init__(self) -> None:
+        # Traces are written by every recorded query (and every assemble with
+        # recall shadow or on): a retention that keeps nothing or never expires
+        # is a mistake to refuse, not a setting to honour.
+        if self.trace_max_count < 1:
+            raise ValueError(f"trace_max_count must be at least 1, got {self.trace_max_count}")
+        if not (math.isfinite(self.trace_max_age_days) and self.trace_max_age_days > 0):
+            raise ValueError(
+                f"trace_max_age_days must be a positive number, got {self.trace_max_age_days}"
+            )

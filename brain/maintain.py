@@ -38,6 +38,7 @@ from brain.errors import InvalidInput
 from brain.graph import Graph, bump_epoch, clamp_weight
 from brain.progress import Progress, ignore
 from brain.store import Store
+from brain.traces import expired_traces
 from brain.vectors import note_vectors_changed
 
 TASKS: Final[tuple[str, ...]] = ("health", "decay", "merge", "prune", "connect", "scale")
@@ -270,8 +271,11 @@ class _Writer:
         self.dry_run = dry_run
         self.transactions = 0
 
-    def run(self, writes: Sequence[_Write], vectors: bool = False) -> int:
-        """Run ``writes``; how many changed a row (the rest found it changed meanwhile)."""
+    def run(self, writes: Sequence[_Write], vectors: bool = False, graph: bool = True) -> int:
+        """Run ``writes``; how many changed a row (the rest found it changed meanwhile).
+
+        ``graph``: the writes change nodes or edges, so each chunk bumps the epoch.
+        """
         if self.dry_run:
             return len(writes)
         changed = 0
@@ -280,7 +284,8 @@ class _Writer:
                 for sql, params in writes[start : start + self.chunk]:
                     self.store.execute(sql, params)
                     changed += int(self.store.conn.changes() > 0)
-                bump_epoch(self.store)
+                if graph:
+                    bump_epoch(self.store)
                 if vectors:
                     note_vectors_changed(self.store, ("node",))
             self.transactions += 1
@@ -580,7 +585,9 @@ def prune(
     directive (chunks belong to their file's sync and summary nodes to their
     summary), has no edge either way, and was neither made nor fired within
     ``orphan_days``: a fresh node with no neighbours yet is kept, and so is an
-    edgeless node that queries still find by its vector.
+    edgeless node that queries still find by its vector. Query traces past
+    their retention (``BrainConfig.trace_max_age_days`` / ``trace_max_count``)
+    go too.
     """
     edge_writes: list[_Write] = []
     protected = 0
@@ -632,13 +639,30 @@ def prune(
             return done
 
         writer.group(work, vectors=True)
+    traces = _prune_traces(snap, writer, now)
     return {
         "edges": edges,
         "edges_skipped": len(edge_writes) - edges,
         "edges_protected": protected,
         "nodes": len(removed),
         "ids": removed,
+        "traces": traces,
     }
+
+
+def _prune_traces(snap: _Snapshot, writer: _Writer, now: datetime) -> int:
+    """Delete traces older than ``trace_max_age_days`` or beyond the newest ``trace_max_count``.
+
+    Storing a trace already keeps the count bounded; this also applies the age
+    limit, and a count lowered since. Traces are not graph state: no epoch moves.
+    """
+    config = writer.store.config
+    cutoff = _iso(now - timedelta(days=config.trace_max_age_days))
+    expired = expired_traces(writer.store, cutoff, config.trace_max_count)
+    writes = [("DELETE FROM traces WHERE id = ?", (row_id,)) for row_id in expired]
+    deleted = writer.run(writes, graph=False)
+    snap.traces -= deleted
+    return deleted
 
 
 def store_orphan(store: Store, row_id: int, cutoff: str) -> bool:

@@ -1,7 +1,9 @@
 """Query traces: what one query seeded, the steps it took and what fired, stored.
 
 A trace is written in the same transaction as the fire counts of its nodes, so
-``learn`` and ``correction`` can find it after a restart. Node references are
+``learn`` and ``correction`` can find it after a restart. Traces are bounded:
+storing one deletes the oldest beyond ``trace_max_count``, and maintenance
+deletes those older than ``trace_max_age_days`` (``expired_traces``). Node references are
 row ids inside the stored body (stable: row ids are never reused while the
 node exists; a node deleted since is skipped when the trace is read back) and
 public ids in what callers see.
@@ -67,10 +69,16 @@ def save_trace(
         "shown": list(traversal.fired) if shown is None else shown,
         "timings": timings,
     }
-    store.execute(
-        "INSERT INTO traces (trace_id, chat_id, query, body, created_at) VALUES (?, ?, ?, ?, ?)",
+    row = store.one(
+        "INSERT INTO traces (trace_id, chat_id, query, body, created_at) VALUES (?, ?, ?, ?, ?) "
+        "RETURNING id",
         (trace_id, chat_id, query, orjson.dumps(body).decode(), now_iso()),
     )
+    assert row is not None
+    # Keep at most ``trace_max_count``: a new row takes the largest id plus one,
+    # so the rows left, all at or below this id, hold at most that many ids above
+    # ``id - max``. One range delete on the primary key, usually of one row.
+    store.execute("DELETE FROM traces WHERE id <= ?", (int(row[0]) - store.config.trace_max_count,))
     return trace_id
 
 
@@ -152,3 +160,17 @@ def trace_view(trace: Trace, public: dict[int, str]) -> dict[str, Any]:
         "outcome": trace.outcome,
         "learned_at": trace.learned_at,
     }
+
+
+def expired_traces(store: Store, max_age_cutoff: str, max_count: int) -> list[int]:
+    """Row ids of traces made before ``max_age_cutoff`` or beyond the newest ``max_count``."""
+    keep_from = store.scalar(
+        "SELECT id FROM traces ORDER BY id DESC LIMIT 1 OFFSET ?", (max_count - 1,)
+    )
+    return [
+        int(r[0])
+        for r in store.execute(
+            "SELECT id FROM traces WHERE created_at < ? OR id < ? ORDER BY id",
+            (max_age_cutoff, 0 if keep_from is None else int(keep_from)),
+        )
+    ]

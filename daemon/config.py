@@ -158,6 +158,20 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "brain",
     ),
     Option(
+        "trace_max_count",
+        "BRAIN_TRACE_MAX_COUNT",
+        _positive_int,
+        "query traces kept; storing one more deletes the oldest",
+        "brain",
+    ),
+    Option(
+        "trace_max_age_days",
+        "BRAIN_TRACE_MAX_AGE_DAYS",
+        _positive_float,
+        "maintenance deletes query traces older than this",
+        "brain",
+    ),
+    Option(
         "auto_compact",
         "BRAIN_AUTO_COMPACT",
         _bool,

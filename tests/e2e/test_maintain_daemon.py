@@ -197,3 +197,25 @@ def test_brain_maintain_refuses_a_knob_out_of_range_and_changes_nothing(
     assert knob in err
     assert "Traceback" not in err
     assert _edges(db_path) == before
+
+
+def test_a_daemon_with_recall_shadow_keeps_its_traces_within_the_configured_count(
+    db_path: Path, spawn: Spawn
+) -> None:
+    daemon = spawn(
+        serve_argv(
+            db_path, "--embedder", "hash", "--recall-mode", "shadow", "--trace-max-count", "4"
+        )
+    )
+    daemon.call(1, "teach", {"content": "deploys go to the kestrel staging cluster"})
+    daemon.send(ingest_frame(2, "s", [user_message(1)]))
+    assert "result" in daemon.frame()
+    traces = []
+    for i in range(10):
+        assembled = daemon.call(10 + i, "assemble", {"session": "s", "budget": 2_000})["result"]
+        traces.append(assembled["recall"]["trace_id"])
+    assert daemon.call(3, "health")["result"]["traces"] == 4
+    assert daemon.call(4, "trace", {"trace_id": traces[-4]})["result"]["trace_id"] == traces[-4]
+    assert daemon.call(5, "trace", {"trace_id": traces[-5]})["error"]["code"] == -32001
+    code, _ = daemon.finish()
+    assert code == 0
