@@ -123,6 +123,15 @@ def test_a_pathological_regex_is_an_error_not_a_hang(fresh_brain: Brain) -> None
         fresh_brain.grep(GrepOptions(r"(a|aa)+$", mode="regex"), session="s")
 
 
+@pytest.mark.parametrize(
+    "pattern", [r"(?:host nova){e<=10}", r"nova{e}", r"x{i<=1,d<=1}", r"x{2i+2d+1s<=4}", r"\\{e}"]
+)
+def test_a_fuzzy_regex_is_refused_before_any_row_is_read(fresh_brain: Brain, pattern: str) -> None:
+    _fill(fresh_brain)
+    with pytest.raises(InvalidInput, match="fuzzy matching"):
+        fresh_brain.grep(GrepOptions(pattern, mode="regex"), session="s")
+
+
 def test_an_invalid_regex_names_the_query(fresh_brain: Brain) -> None:
     _fill(fresh_brain)
     with pytest.raises(InvalidInput, match="not a valid regular expression"):

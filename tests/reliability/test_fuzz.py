@@ -191,6 +191,29 @@ def test_a_catastrophic_regex_is_an_error_within_its_budget_and_the_daemon_keeps
     assert daemon.finish()[0] == 0
 
 
+def test_a_fuzzy_regex_is_refused_at_once_naming_its_construct_and_a_braced_literal_is_found(
+    tmp_path: Path, spawn: Spawn
+) -> None:
+    # Fuzzy matching ignores the regex timeout: this one ran 2 s past a 1 s budget
+    # over 3,000 rows, holding the engine's lock. It is refused before any row is read.
+    daemon = spawn(serve_argv(tmp_path / "brain.db"))
+    rows = [
+        {"id": f"r{i}", "role": "user", "content": f"row {i}: the staging database on nova " * 5}
+        for i in range(300)
+    ]
+    rows.append({"id": "brace", "role": "user", "content": "print(f'{e}') failed"})
+    assert "result" in daemon.call(1, "ingest", {"session": "s", "messages": rows})
+    for request_id, construct in enumerate(["{e<=10}", "{i<=2,d<=2}", "{1<=s<=3}", "{2i+1d<=4}"]):
+        query = f"(?:the staging database on host kestrel){construct}"
+        frame = daemon.call(10 + request_id, "grep", {"query": query, "mode": "regex", "all": True})
+        assert frame["error"]["code"] == -32602, frame
+        assert "fuzzy" in frame["error"]["message"]
+        assert construct in frame["error"]["message"]
+    literal = daemon.call(3, "grep", {"query": r"\{e}", "mode": "regex", "all": True})
+    assert [h["id"] for h in literal["result"]["hits"]] == ["brace"]
+    assert daemon.finish()[0] == 0
+
+
 def test_a_64_mib_line_is_refused_as_too_large_and_the_daemon_keeps_serving(
     tmp_path: Path, spawn: Spawn
 ) -> None:
