@@ -37,6 +37,14 @@ taught one by one), ``query`` p50/p95 with default and wide options split into
 embedding, traversal and the rest, ``teach``, ``learn`` and correction p50,
 ``maintain`` (dry and full), ``save`` and the database bytes.
 
+``maintain_reads`` builds a graph with SQL (10,000 nodes, or 100,000 when named
+in ``--only``; 10 edges each, of random weight and age) and a 200-message
+session, then times ``info`` and ``assemble`` through one daemon, idle and
+while a ``maintain`` of every task runs on the same daemon (p50/p95/max, and
+how long maintain took). Run it against older code with ``PYTHONPATH`` set to
+that checkout, from a directory outside both (``python -m daemon`` puts the
+working directory first on ``sys.path``).
+
 Everything happens in a temporary directory with fresh databases; daemons are
 started with ``python -m daemon`` from this interpreter and are always reaped,
 even when a benchmark fails. A failing benchmark is reported as
@@ -1460,6 +1468,147 @@ def bench_graph(shared: Shared, work: Path) -> Metrics:
     return out
 
 
+# -- reads during maintain ----------------------------------------------------------------
+
+MAINTAIN_NODES: Final = 100_000
+"""Graph size for ``maintain_reads`` when named in ``--only`` (else a tenth of it)."""
+MAINTAIN_FANOUT: Final = 10
+MAINTAIN_IDLE_SAMPLES: Final = 100
+
+
+def _maintain_nodes(s: Settings) -> int:
+    return s.n(MAINTAIN_NODES if s.heavy else MAINTAIN_NODES // 10, 500)
+
+
+def _maintain_params(s: Settings) -> dict[str, Any]:
+    nodes = _maintain_nodes(s)
+    return {
+        "nodes": nodes,
+        "edges": nodes * MAINTAIN_FANOUT,
+        "content": "teaching nodes, 10 edges each, weights 0.05-0.95, last changed 0-60 days "
+        "ago (no vectors: merge and connect find nothing); a 200-message session",
+        "reads": "info and assemble (budget 4,000) alternating on one client while maintain "
+        "(all tasks) runs on another request of the same daemon",
+    }
+
+
+def _build_maintain_graph(db: Path, nodes: int, seed: int) -> None:
+    """Nodes and edges written with SQL in a few transactions (fast), plus a session."""
+    from brain import open_store
+    from brain.graph import NewNode, insert_node
+
+    rng = random.Random(seed)
+    now = time.time()
+    store = open_store(db, BrainConfig(synchronous="NORMAL"))
+    try:
+        with store.transaction():
+            rows = [
+                insert_node(store, NewNode("teaching", f"fact {i} of the bench"), embed=False)[0]
+                for i in range(nodes)
+            ]
+        edges = (
+            (
+                rows[i],
+                rows[(i + 1 + rng.randrange(nodes - 1)) % nodes],
+                round(rng.uniform(0.05, 0.95), 4),
+                time.strftime(
+                    "%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - rng.uniform(0, 60) * 86_400)
+                ),
+            )
+            for i in range(nodes)
+            for _ in range(MAINTAIN_FANOUT)
+        )
+        batch: list[tuple[int, int, float, str]] = []
+        for edge in edges:
+            batch.append(edge)
+            if len(batch) == 50_000:
+                with store.transaction():
+                    store.conn.executemany(
+                        "INSERT OR IGNORE INTO edges (source, target, weight, kind, updated_at) "
+                        "VALUES (?, ?, ?, 'learned', ?)",
+                        batch,
+                    )
+                batch = []
+        with store.transaction():
+            store.conn.executemany(
+                "INSERT OR IGNORE INTO edges (source, target, weight, kind, updated_at) "
+                "VALUES (?, ?, ?, 'learned', ?)",
+                batch,
+            )
+    finally:
+        store.close()
+    brain = Brain(db, BrainConfig(compaction=CompactionConfig(auto=False)))
+    try:
+        rng_text = random.Random(seed + 1)
+        brain.ingest(
+            "s",
+            [
+                MessageIn("user" if i % 2 else "assistant", make_content(rng_text))
+                for i in range(200)
+            ],
+        )
+    finally:
+        brain.close()
+
+
+def bench_maintain_reads(shared: Shared, work: Path) -> Metrics:
+    """info and assemble latency through the daemon, idle and while a maintain runs.
+
+    One client, two threads: one sends ``maintain`` (all tasks) and waits; the
+    other alternates ``info`` and ``assemble`` until it is answered. With the
+    engine lock held for the whole maintain, a read waited for all of it.
+    """
+    import threading
+
+    nodes = _maintain_nodes(shared.settings)
+    db = work / "maintain.db"
+    print(f"  maintain_reads: building {nodes} nodes", file=sys.stderr)
+    t0 = time.perf_counter()
+    _build_maintain_graph(db, nodes, SEED + 60)
+    out: Metrics = {"build_s": time.perf_counter() - t0}
+    reads: dict[str, tuple[str, dict[str, Any] | None]] = {
+        "info": ("info", None),
+        "assemble": ("assemble", {"session": "s", "budget": 4_000}),
+    }
+    with client_daemon(db, work / "daemon.log", ["--embedder", "hash"]) as client:
+        for name, (method, params) in reads.items():
+            idle = []
+            for _ in range(MAINTAIN_IDLE_SAMPLES):
+                t = time.perf_counter_ns()
+                client.call(method, params, timeout=CALL_TIMEOUT_S)
+                idle.append(time.perf_counter_ns() - t)
+            out.update(latency_metrics(idle, f"idle_{name}_"))
+        done = threading.Event()
+        report: dict[str, Any] = {}
+
+        def run_maintain() -> None:
+            try:
+                t = time.perf_counter()
+                report.update(client.call("maintain", {}, timeout=3_600))
+                report["wall_s"] = time.perf_counter() - t
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=run_maintain, daemon=True)
+        worker.start()
+        samples: dict[str, list[int]] = {name: [] for name in reads}
+        while not done.is_set():
+            for name, (method, params) in reads.items():
+                t = time.perf_counter_ns()
+                client.call(method, params, timeout=3_600)
+                samples[name].append(time.perf_counter_ns() - t)
+        worker.join()
+    for name, ns in samples.items():
+        out.update(latency_metrics(ns, f"during_{name}_"))
+        out[f"during_{name}_max_ms"] = max(ns) / 1e6 if ns else math.nan
+        out[f"during_{name}_samples"] = float(len(ns))
+    out["maintain_s"] = float(report["wall_s"])
+    out["maintain_edges_decayed"] = float(report["tasks"]["decay"]["decayed"])
+    out["maintain_edges_pruned"] = float(report["tasks"]["prune"]["edges"])
+    _remove_db(db)
+    return out
+
+
 # -- registry, targets, report ----------------------------------------------------------
 
 BENCHES: Final[tuple[Bench, ...]] = (
@@ -1542,6 +1691,13 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "(embed vs traverse), teach/learn/correction, maintain, save",
         _graph_params,
         bench_graph,
+    ),
+    Bench(
+        "maintain_reads",
+        "info/assemble p50/p95/max through the daemon while maintain runs on a 10k "
+        "(named in --only: 100k) node graph, and idle",
+        _maintain_params,
+        bench_maintain_reads,
     ),
 )
 BENCH_BY_NAME: Final = {b.name: b for b in BENCHES}
