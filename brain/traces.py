@@ -1,12 +1,14 @@
 """Query traces: what one query seeded, the steps it took and what fired, stored.
 
 A trace is written in the same transaction as the fire counts of its nodes, so
-``learn`` and ``correction`` can find it after a restart. Traces are bounded:
-storing one deletes the oldest beyond ``trace_max_count``, and maintenance
-deletes those older than ``trace_max_age_days`` (``expired_traces``). Node references are
+``learn`` and ``correction`` can find it after a restart. Node references are
 row ids inside the stored body (stable: row ids are never reused while the
 node exists; a node deleted since is skipped when the trace is read back) and
 public ids in what callers see.
+
+Traces are bounded: storing one deletes the oldest beyond ``trace_max_count``,
+and maintenance deletes those older than ``trace_max_age_days`` as well
+(``expired_traces``).
 """
 
 from __future__ import annotations
