@@ -1584,7 +1584,7 @@ def bench_maintain_reads(shared: Shared, work: Path) -> Metrics:
         def run_maintain() -> None:
             try:
                 t = time.perf_counter()
-                report.update(client.call("maintain", {}, timeout=3_600))
+                report.update(client.call("maintain", {}, timeout=3_600, progress=True))
                 report["wall_s"] = time.perf_counter() - t
             finally:
                 done.set()
@@ -1592,12 +1592,22 @@ def bench_maintain_reads(shared: Shared, work: Path) -> Metrics:
         worker = threading.Thread(target=run_maintain, daemon=True)
         worker.start()
         samples: dict[str, list[int]] = {name: [] for name in reads}
+        phase, worst = "start", (0, "", "")
         while not done.is_set():
             for name, (method, params) in reads.items():
                 t = time.perf_counter_ns()
                 client.call(method, params, timeout=3_600)
-                samples[name].append(time.perf_counter_ns() - t)
+                took = time.perf_counter_ns() - t
+                samples[name].append(took)
+                while not client.notifications.empty():  # maintain's task changes
+                    phase = str(client.notifications.get()["params"]["phase"])
+                worst = max(worst, (took, name, phase))
         worker.join()
+    print(
+        f"  maintain_reads: slowest read {worst[0] / 1e6:.0f} ms ({worst[1]}, "
+        f"answered in maintain's {worst[2]} task)",
+        file=sys.stderr,
+    )
     for name, ns in samples.items():
         out.update(latency_metrics(ns, f"during_{name}_"))
         out[f"during_{name}_max_ms"] = max(ns) / 1e6 if ns else math.nan
