@@ -4,6 +4,7 @@ report, and ``--repair`` beside a serving daemon."""
 from __future__ import annotations
 
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +117,38 @@ def test_brain_doctor_repairs_beside_a_serving_daemon_that_keeps_every_write(
         assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 40  # type: ignore[index]
     finally:
         conn.close()
+
+
+def test_brain_doctor_repair_beside_a_daemon_writing_in_a_loop_reports_no_false_corruption(
+    db_path: Path, spawn: Spawn
+) -> None:
+    # Every write adds FTS5 segments and merges drop old ones: a doctor that checks
+    # against an index structure cached before those writes reads blobs that are gone.
+    daemon = spawn(serve_argv(db_path))
+    daemon.call(0, "ingest", {"session": "s", "message": user_message(0)})
+    stop = threading.Event()
+    written: list[int] = []
+
+    def write() -> None:
+        i = 1
+        while not stop.is_set():
+            pair = [user_message(i), user_message(i, prefix="n")]
+            daemon.send(ingest_frame(i, f"s{i % 3}", pair))
+            assert daemon.frame()["id"] == i
+            written.append(i)
+            i += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        reports = [_doctor(db_path, "--repair", "--json") for _ in range(3)]
+    finally:
+        stop.set()
+        writer.join(DEADLINE)
+    assert written, "the daemon wrote nothing while the doctor ran"
+    for done in reports:
+        bad = {c["name"]: c["message"] for c in _report(done)["checks"] if c["status"] != "ok"}
+        assert bad == {}, bad
+        assert done.returncode == 0
+    code, _frames = daemon.finish()
+    assert code == 0
