@@ -8,6 +8,7 @@ apsw connection must not be used by two threads at once.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,11 +25,17 @@ from brain.content import MessageIn, normalize_time, restore
 from brain.context import conversation
 from brain.describe import describe, expand
 from brain.embedders import Embedder, default_embedder
-from brain.errors import EmbedderMismatch, InvalidInput, NotFound, ProviderError
-from brain.files import read_file, stray_files
+from brain.errors import (
+    EmbedderMismatch,
+    InvalidInput,
+    NotFound,
+    PayloadMissing,
+    ProviderError,
+)
+from brain.files import read_stored_file, stray_files
 from brain.grants import Grant, Reach
 from brain.graph import Graph, NewNode
-from brain.ingest import GENERATED_ID, IngestResult, ingest
+from brain.ingest import IngestResult, generated_row_id, ingest
 from brain.maintain import TASKS, Health, MaintainOptions, MaintainReport, health, maintain
 from brain.progress import Progress, ignore
 from brain.recall import answer, gather
@@ -512,13 +519,13 @@ class Brain:
                 "WHERE c.session_id = ? AND m.client_id = ?",
                 (session, message_id),
             )
-            generated = GENERATED_ID.fullmatch(message_id)
-            if row is None and generated:
+            generated = generated_row_id(message_id, "id")
+            if row is None and generated is not None:
                 row = store.one(
                     "SELECT m.id FROM messages m JOIN conversations c "
                     "ON c.id = m.conversation_id "
                     "WHERE c.session_id = ? AND m.id = ? AND m.client_id IS NULL",
-                    (session, int(generated.group(1))),
+                    (session, generated),
                 )
             if row is None:
                 raise NotFound(f"no message {message_id!r} in session {session!r}")
@@ -601,7 +608,7 @@ class Brain:
                 self._scope(session),
                 max_tokens=max_tokens,
                 lines=lines,
-                get_message=self._restore,
+                get_message=functools.partial(self._restore, keep_missing=True),
                 include_suppressed=include_suppressed,
             )
 
@@ -783,8 +790,12 @@ class Brain:
             return lambda _conversation_id: False
         return lambda conversation_id: conversation_id == wanted
 
-    def _restore(self, row_id: int) -> dict[str, Any]:
-        """The message with this row id as the client sent it."""
+    def _restore(self, row_id: int, *, keep_missing: bool = False) -> dict[str, Any]:
+        """The message with this row id as the client sent it.
+
+        A payload file that is gone raises ``PayloadMissing``; with
+        ``keep_missing`` its stored marker stays in its place instead.
+        """
         with self._lock:
             store = self._store
             row = store.one(
@@ -801,14 +812,16 @@ class Brain:
                 )
             ]
             files_dir = store.files_dir
-            return restore(
-                str(row[0]),
-                row[1],
-                str(row[2]),
-                str(row[3]),
-                parts,
-                lambda file_id: read_file(files_dir, file_id),
-            )
+
+            def read(file_id: str) -> bytes | None:
+                try:
+                    return read_stored_file(files_dir, file_id)
+                except PayloadMissing:
+                    if keep_missing:
+                        return None
+                    raise
+
+            return restore(str(row[0]), row[1], str(row[2]), str(row[3]), parts, read)
 
     @contextlib.contextmanager
     def _locked_store(self) -> Iterator[Store]:

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import orjson
 
-from brain.ingest import GENERATED_ID, public_message_id
+from brain.ingest import generated_row_id, public_message_id
 from brain.store import Store
 
 
@@ -99,18 +99,18 @@ class MessageRef:
     suppressed: bool
 
 
-def find_messages(store: Store, public_id: str) -> list[MessageRef]:
+def find_messages(store: Store, public_id: str, field: str = "id") -> list[MessageRef]:
     """Every message a public id can name: a client id (one per session that used it)
-    and, for ``msg_<n>``, the generated id of row n."""
+    and, for ``msg_<n>``, the generated id of row n (``field`` names the id in errors)."""
+    row_id = generated_row_id(public_id, field)
     refs = [
         MessageRef(int(r[0]), int(r[1]), int(r[2]), str(r[3]), bool(r[4]))
         for r in store.execute(_REF_BY_CLIENT_ID, (public_id,))
     ]
-    generated = GENERATED_ID.fullmatch(public_id)
-    if generated:
+    if row_id is not None:
         refs += [
             MessageRef(int(r[0]), int(r[1]), int(r[2]), str(r[3]), bool(r[4]))
-            for r in store.execute(_REF_BY_ROW_ID, (int(generated.group(1)),))
+            for r in store.execute(_REF_BY_ROW_ID, (row_id,))
         ]
     return refs
 

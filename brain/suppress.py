@@ -44,7 +44,7 @@ def set_suppressed(
     stamp = now if suppressed else None
     with store.transaction():
         for public_id in dict.fromkeys(ids):
-            found = _resolve(store, public_id, scope)
+            found = _resolve(store, public_id, scope, f"ids[{ids.index(public_id)}]")
             if found is None:
                 missing.append(public_id)
                 continue
@@ -70,7 +70,7 @@ def set_suppressed(
 
 
 def _resolve(
-    store: Store, public_id: str, scope: Callable[[int], bool]
+    store: Store, public_id: str, scope: Callable[[int], bool], field: str
 ) -> tuple[str, int, int, bool] | None:
     """(table, row id, conversation id, suppressed now) of an id visible in scope."""
     if public_id.startswith(SUMMARY_PREFIX):
@@ -81,7 +81,7 @@ def _resolve(
         if row is None or not scope(int(row[1])):
             return None
         return "summaries", int(row[0]), int(row[1]), row[2] is not None
-    visible = [r for r in find_messages(store, public_id) if scope(r.conversation_id)]
+    visible = [r for r in find_messages(store, public_id, field) if scope(r.conversation_id)]
     if len(visible) != 1:
         return None  # unknown, out of scope, or ambiguous without a session
     ref = visible[0]

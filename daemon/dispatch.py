@@ -14,9 +14,9 @@ become protocol errors.
 from __future__ import annotations
 
 import secrets
-import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import anyio
@@ -30,6 +30,7 @@ from daemon import granted, progress
 from daemon.context import Context
 from daemon.handlers import HANDLERS, Handler
 from daemon.logs import log
+from daemon.redact import redact
 from protocol import errors as wire
 from protocol.methods import GRANTABLE, METHODS
 from protocol.wire import Rejected, Request, error_frame, parse_request, result_frame
@@ -124,7 +125,7 @@ class Dispatcher:
             else:
                 frame = await self._granted(call, request.grant)
         except Exception as exc:  # the boundary: every failure becomes a wire error
-            err = to_wire(exc, request.method)
+            err = to_wire(exc, request.method, hide=(self.brain.path.parent,))
             return None if request.notification else error_frame(request.id, err, request.jsonrpc)
         if call.handler.mutates:
             self.context.note_write()
@@ -249,12 +250,19 @@ _ENGINE_ERRORS: dict[type[engine.BrainError], type[wire.RPCError]] = {
 }
 
 
-def to_wire(exc: BaseException, method: str = "?") -> wire.RPCError:
+def to_wire(exc: BaseException, method: str = "?", *, hide: Sequence[Path] = ()) -> wire.RPCError:
     """Map any exception to the protocol error a client should see.
 
     Unexpected exceptions are logged with their traceback to stderr and reach
-    the client only as a generic internal error.
+    the client only as a generic internal error. No answer names a server
+    path: the directories in ``hide`` (the database's) are cut from messages
+    and data, and what storage failures say of any other absolute path is cut
+    to its last component (see ``daemon.redact``).
     """
+    return redact(_mapped(exc, method), hide)
+
+
+def _mapped(exc: BaseException, method: str) -> wire.RPCError:
     if isinstance(exc, wire.RPCError):
         return exc
     if isinstance(exc, engine.InvalidInput):
@@ -262,16 +270,30 @@ def to_wire(exc: BaseException, method: str = "?") -> wire.RPCError:
     if isinstance(exc, engine.BrainError):
         cls = next((w for e, w in _ENGINE_ERRORS.items() if isinstance(exc, e)), wire.InternalError)
         return cls(exc.message, exc.data or None)
-    if isinstance(exc, apsw.BusyError):
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return wire.Busy("database stayed locked by another process")
+    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        # Not a bug to report but damage to repair; the operator needs the detail.
+        log.error("database corrupt", method=method, error=repr(exc), exc_info=exc)
+        return wire.StorageFailure(
+            f"database corrupt ({type(exc).__name__}); run brain doctor", {"reason": "corrupt"}
+        )
+    if isinstance(exc, apsw.ConstraintError):
+        # The engine checks what it writes, so a constraint that still fails means
+        # another process wrote a contradicting row first (or the request names
+        # something stored in between): nothing was written, and the caller may retry.
+        log.warning("constraint failed", method=method, error=repr(exc), exc_info=exc)
+        return wire.Conflict(
+            "the write contradicts what another writer stored (a constraint failed); "
+            "nothing was written",
+            {"reason": "constraint"},
+        )
     if isinstance(exc, apsw.FullError | apsw.IOError | apsw.CantOpenError | apsw.ReadOnlyError):
         return wire.StorageFailure(f"storage failure: {type(exc).__name__}")
     if isinstance(exc, OSError):
         return wire.StorageFailure(f"storage failure: {exc.strerror or type(exc).__name__}")
-    log.error(
-        "internal error",
-        method=method,
-        error=repr(exc),
-        traceback="".join(traceback.format_exception(exc)),
-    )
+    # Everything else, an apsw.SQLError included (a statement the schema does not
+    # support: a bug, or a schema changed under us), is internal: the client can
+    # do nothing with the detail, the operator needs all of it.
+    log.error("internal error", method=method, error=repr(exc), exc_info=exc)
     return wire.InternalError()
