@@ -190,15 +190,16 @@ def restore(
     content: str,
     content_shape: str,
     parts: list[tuple[str, str, str | None, str | None, str | None]],
-    read_file: Callable[[str], bytes],
+    read_file: Callable[[str], bytes | None],
 ) -> dict[str, Any]:
     """Rebuild the message a client sent from stored rows.
 
     ``parts`` are (kind, origin, tool_call_id, block JSON, file id) in ordinal
     order, with ``block`` usually None for origin 'message'; ``read_file``
-    returns a payload file's bytes. Only the marker naming the part's own file
-    id is replaced: a marker-shaped object sent by a client stays as sent and
-    can never read another message's payload. The result has ``role``,
+    returns a payload file's bytes (None: the marker stays in its place). Only
+    the marker naming the part's own file id is replaced: a marker-shaped
+    object sent by a client stays as sent and can never read another
+    message's payload. The result has ``role``,
     ``content`` and, when present, ``name``, ``tool_calls`` and ``tool_call_id``.
     """
     out: dict[str, Any] = {"role": role}
@@ -406,12 +407,16 @@ def _reference(payload: Payload, tool: str | None, text: str) -> str:
     ).rstrip()
 
 
-def _restore_markers(value: Any, file_id: str | None, read_file: Callable[[str], bytes]) -> Any:
+def _restore_markers(
+    value: Any, file_id: str | None, read_file: Callable[[str], bytes | None]
+) -> Any:
     if file_id is None:
         return value
     if isinstance(value, dict):
         if value.get(FILE_MARKER) == file_id and len(value) == 2 and "encoding" in value:
             data = read_file(file_id)
+            if data is None:
+                return value
             return data.decode("utf-8") if value["encoding"] == "utf8" else orjson.loads(data)
         return {k: _restore_markers(v, file_id, read_file) for k, v in value.items()}
     if isinstance(value, list):

@@ -20,7 +20,7 @@ from typing import Any, Final
 from brain.dag import Summary, children, parent_of, source_message_ids, summary_by_id
 from brain.errors import InvalidInput, NotFound
 from brain.explore import explore, line_range
-from brain.files import FILE_ID_RE, read_file
+from brain.files import FILE_ID_RE, file_path, read_stored_file
 from brain.messages import find_messages, load_messages
 from brain.store import Store
 from brain.tokens import estimate_tokens
@@ -60,6 +60,7 @@ def describe(
             "covered_by": _covering_summary(store, row[0]),
             "message": get_message(row[0]),
             "suppressed": row[3],
+            "missing_files": _missing_files(store, row[0]),
         }
     raise NotFound(f"no summary, file or message {target!r}", id=target)
 
@@ -220,7 +221,7 @@ def _describe_file(
     )
     if row is None or not scope(int(row[0])) or (row[-1] and not include_suppressed):
         raise NotFound(f"no file {file_id!r}", id=file_id)
-    data = read_file(store.files_dir, file_id)
+    data = read_stored_file(store.files_dir, file_id)
     found = explore(data, encoding="json" if row[3] == "json" else "utf8", hint=row[10])
     text: str
     if lines is not None:
@@ -288,6 +289,20 @@ def _message_row(
         raise NotFound(f"no message {message_id!r}", id=message_id)
     ref = visible[0]
     return ref.row_id, ref.seq, ref.session, ref.suppressed
+
+
+def _missing_files(store: Store, message_row_id: int) -> list[str]:
+    """Payload files of a message that are gone from the files directory (damage:
+    ``get_message`` leaves their stored markers in the message)."""
+    return [
+        str(r[0])
+        for r in store.execute(
+            "SELECT file_id FROM message_parts WHERE message_id = ? AND file_id IS NOT NULL "
+            "ORDER BY ordinal",
+            (message_row_id,),
+        )
+        if not file_path(store.files_dir, str(r[0])).exists()
+    ]
 
 
 def _covering_summary(store: Store, message_row_id: int) -> str | None:

@@ -10,6 +10,7 @@
     ├── GrantExhausted      a grant whose token cap is used up
     ├── StoreBusy           the database stayed locked past the busy timeout
     ├── StorageError        the database or files directory failed underneath us
+    │   └── PayloadMissing  a stored row names a payload file that is gone
     └── ProviderError       an LLM or embedding provider failed (after retries) or is tripped
 
 The engine knows nothing of the wire. The daemon's dispatcher is the one place
@@ -93,6 +94,23 @@ class StorageError(BrainError):
     """The database file or files directory failed (disk full, permissions, corruption)."""
 
     default_message = "storage error"
+
+
+class PayloadMissing(StorageError):
+    """A payload file a stored row names is gone from the files directory.
+
+    Damage, not a bad id: ``file_id`` names the file (``brain doctor`` reports it).
+    """
+
+    default_message = "payload file missing"
+
+    def __init__(self, file_id: str) -> None:
+        super().__init__(
+            f"payload file {file_id} is missing from the files directory; run brain doctor",
+            file_id=file_id,
+            missing_files=[file_id],
+        )
+        self.file_id = file_id
 
 
 class ProviderError(BrainError):

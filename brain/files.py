@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from brain.errors import NotFound, StorageError
+from brain.errors import NotFound, PayloadMissing, StorageError
 
 FILE_ID_RE: Final = re.compile(r"file_[0-9a-f]{16}")
 _TMP_PREFIX: Final = ".tmp-"
@@ -34,7 +34,13 @@ def write_file(files_dir: Path, file_id: str, data: bytes) -> Path:
     final = file_path(files_dir, file_id)
     tmp = files_dir / f"{_TMP_PREFIX}{file_id}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        except FileNotFoundError:
+            # The directory was removed under a running process: make it again
+            # (not its parents: a database directory that is gone is a real failure).
+            files_dir.mkdir(exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             view = memoryview(data)
             while view:
@@ -60,6 +66,17 @@ def read_file(files_dir: Path, file_id: str) -> bytes:
         raise NotFound(f"no such file: {file_id}", file_id=file_id) from None
     except OSError as exc:
         raise StorageError(f"cannot read payload file {file_id}: {exc}") from exc
+
+
+def read_stored_file(files_dir: Path, file_id: str) -> bytes:
+    """The bytes of a payload file that a stored row names.
+
+    Its absence is damage to report (``PayloadMissing``), not an unknown id.
+    """
+    try:
+        return read_file(files_dir, file_id)
+    except NotFound:
+        raise PayloadMissing(file_id) from None
 
 
 def remove_file(files_dir: Path, file_id: str) -> None:
