@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(config: DaemonConfig, args: argparse.Namespace) -> int:
+    from brain.errors import BrainError
     from daemon.notify import Notifier
     from daemon.runner import run
     from daemon.stdio import StdinSource, StdoutSink, claim_stdout
@@ -53,8 +54,11 @@ def _serve(config: DaemonConfig, args: argparse.Namespace) -> int:
     sink = StdoutSink(claim_stdout())
     try:
         return anyio.run(run, config, StdinSource(0), sink, notifier)
-    except Exception as exc:  # cannot open the database, etc.
+    except BrainError as exc:  # cannot open the database, etc.: the message says it all
         log.error("daemon failed", error=str(exc))
+        return 1
+    except Exception:  # anything else is a bug: keep its traceback
+        log.exception("daemon failed")
         return 1
     finally:
         sink.close()

@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from brain import Brain
+from brain import Brain, BrainError
 from daemon.logs import log
 from daemon.settle import until_quiet
 
@@ -93,8 +93,10 @@ class Compactions:
                     )
                 if session not in self._again:
                     return
-        except Exception as exc:  # background work must never end the daemon
+        except BrainError as exc:  # expected (a busy database, a provider down): no traceback
             log.warning("background compaction failed", session=session, error=repr(exc))
+        except Exception:  # background work must never end the daemon; a bug needs its traceback
+            log.exception("background compaction failed", session=session)
         finally:
             self._running.discard(session)
             self._last.pop(session, None)

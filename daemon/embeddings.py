@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import anyio
 
-from brain import Brain
+from brain import Brain, BrainError
 from daemon.logs import log
 from daemon.settle import until_quiet
 
@@ -72,7 +72,14 @@ class Embeddings:
                 # process owning the index with another embedder, would otherwise log
                 # the same line every ``every_s``.
                 if repr(exc) != self._last_error:
-                    log.warning("background embedding failed", error=repr(exc))
+                    # An engine error is expected (a provider down) and says enough;
+                    # anything else is a bug and needs its traceback.
+                    expected = isinstance(exc, BrainError)
+                    log.warning(
+                        "background embedding failed",
+                        error=repr(exc),
+                        exc_info=None if expected else exc,
+                    )
                 self._last_error = repr(exc)
             with anyio.move_on_after(self.every_s):
                 await self._wake.wait()

@@ -13,7 +13,7 @@ import threading
 import anyio
 import anyio.abc
 
-from brain import Brain
+from brain import Brain, BrainError
 from brain.embedders import (
     Embedder,
     HashEmbedder,
@@ -57,8 +57,11 @@ class AutoSaver:
                 continue
             try:
                 result = await self.context.db(self.context.brain.save)
-            except Exception as exc:  # a failed auto-save must not end the daemon
+            except BrainError as exc:  # expected (a busy database): no traceback
                 log.warning("auto-save failed", error=repr(exc))
+                continue
+            except Exception:  # a failed auto-save must not end the daemon
+                log.exception("auto-save failed")
                 continue
             self.saved_at = writes
             self.saves += 1
