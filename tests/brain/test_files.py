@@ -8,9 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from brain import NotFound
+from brain import NotFound, PayloadMissing, StorageError
 from brain.content import new_file_id
-from brain.files import file_path, read_file, remove_file, stray_files, write_file
+from brain.files import (
+    file_path,
+    read_file,
+    read_stored_file,
+    remove_file,
+    stray_files,
+    write_file,
+)
 
 HOUR = 3600.0
 
@@ -132,3 +139,25 @@ def test_stray_files_are_unknown_payload_files_and_temp_files_older_than_the_gra
 
 def test_stray_files_of_a_missing_directory_is_empty(tmp_path: Path) -> None:
     assert stray_files(tmp_path / "absent", set(), older_than_s=0) == []
+
+
+def test_a_write_after_the_directory_was_removed_makes_it_again(files_dir: Path) -> None:
+    files_dir.rmdir()
+    file_id = new_file_id()
+    write_file(files_dir, file_id, b"back")
+    assert read_file(files_dir, file_id) == b"back"
+
+
+def test_a_write_whose_database_directory_is_gone_fails_without_making_it(tmp_path: Path) -> None:
+    files_dir = tmp_path / "gone" / "brain.db-files"
+    with pytest.raises(StorageError):
+        write_file(files_dir, new_file_id(), b"x")
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_stored_file_that_is_gone_is_payload_missing_naming_it(files_dir: Path) -> None:
+    file_id = new_file_id()
+    with pytest.raises(PayloadMissing) as err:
+        read_stored_file(files_dir, file_id)
+    assert err.value.data == {"file_id": file_id, "missing_files": [file_id]}
+    assert "run brain doctor" in err.value.message
