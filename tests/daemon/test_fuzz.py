@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brain import Brain, BrainConfig
+from brain import Brain, BrainConfig, MessageIn
 from daemon.context import Context
 from daemon.dispatch import Answer, Dispatcher
 from protocol.errors import ERROR_CODES, InternalError
@@ -114,6 +114,7 @@ requests = st.one_of(
 def dispatcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dispatcher]:
     path: Path = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
     engine = Brain(path, BrainConfig(large_payload_tokens=8))
+    engine.ingest("s", [MessageIn("user", "a message to find")])
     yield Dispatcher(Context(engine))
     engine.close()
 
@@ -143,8 +144,32 @@ def test_any_request_gets_a_documented_answer_never_an_internal_error(
     if "error" in answer:
         assert answer["error"]["code"] in ERROR_CODES
         assert answer["error"]["code"] != InternalError.CODE, answer
+        assert str(dispatcher.brain.path.parent) not in orjson.dumps(answer).decode()
     else:
         assert "result" in answer
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    method=st.sampled_from(["describe", "expand", "suppress", "unsuppress"]),
+    number=st.integers(min_value=0, max_value=10**40) | st.integers(2**63 - 2, 2**63 + 2),
+    session=st.sampled_from(["s", "absent", None]),
+)
+def test_any_generated_looking_id_gets_a_documented_answer_never_an_internal_error(
+    dispatcher: Dispatcher, method: str, number: int, session: str | None
+) -> None:
+    msg_id = f"msg_{number}"
+    params: dict[str, Any] = {"session": session} if session else {"all": True}
+    params |= {"ids": [msg_id]} if method.endswith("suppress") else {"id": msg_id}
+    answer = _answer(dispatcher, orjson.dumps({"id": 1, "method": method, "params": params}))
+    assert answer is not None
+    if number > 2**63 - 1 and method != "expand":  # expand takes summary ids: not found
+        assert answer["error"]["code"] == -32602, answer
+    elif "error" in answer:
+        assert answer["error"]["code"] in ERROR_CODES
+        assert answer["error"]["code"] != InternalError.CODE, answer
 
 
 def test_a_block_nested_past_the_limit_is_invalid_params_naming_it(dispatcher: Dispatcher) -> None:
