@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from brain.ingest import generated_row_id
 from brain.messages import find_messages
 from brain.store import Store
 
@@ -42,9 +43,11 @@ def set_suppressed(
     missing: list[str] = []
     touched: set[int] = set()
     stamp = now if suppressed else None
+    for i, public_id in enumerate(ids):  # a malformed id refuses the call before any write
+        generated_row_id(public_id, f"ids[{i}]")
     with store.transaction():
         for public_id in dict.fromkeys(ids):
-            found = _resolve(store, public_id, scope, f"ids[{ids.index(public_id)}]")
+            found = _resolve(store, public_id, scope)
             if found is None:
                 missing.append(public_id)
                 continue
@@ -70,7 +73,7 @@ def set_suppressed(
 
 
 def _resolve(
-    store: Store, public_id: str, scope: Callable[[int], bool], field: str
+    store: Store, public_id: str, scope: Callable[[int], bool]
 ) -> tuple[str, int, int, bool] | None:
     """(table, row id, conversation id, suppressed now) of an id visible in scope."""
     if public_id.startswith(SUMMARY_PREFIX):
@@ -81,7 +84,7 @@ def _resolve(
         if row is None or not scope(int(row[1])):
             return None
         return "summaries", int(row[0]), int(row[1]), row[2] is not None
-    visible = [r for r in find_messages(store, public_id, field) if scope(r.conversation_id)]
+    visible = [r for r in find_messages(store, public_id) if scope(r.conversation_id)]
     if len(visible) != 1:
         return None  # unknown, out of scope, or ambiguous without a session
     ref = visible[0]
