@@ -95,4 +95,3 @@ def test_storage_failures_keep_only_the_last_component_of_any_other_absolute_pat
     # A not-found answer echoes the caller's own text, which stays as sent.
     echoed = to_wire(engine.NotFound("no message '/a/b'"))
     assert echoed.message == "no message '/a/b'"
-
