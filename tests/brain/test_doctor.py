@@ -11,6 +11,7 @@ from typing import Any
 import apsw
 import pytest
 
+import brain.doctor as doctor_module
 from brain import Brain, MessageIn, StorageError
 from brain.doctor import CHECKS, DoctorReport, doctor
 from brain.embedders import HashEmbedder
@@ -18,7 +19,7 @@ from brain.graph import NewNode
 from brain.ingest import public_message_id
 from brain.schema import SCHEMA_VERSION
 from brain.search import GrepOptions
-from brain.store import files_dir_for
+from brain.store import Store, files_dir_for
 from tests.brain.lcm import SMALL_BRAIN, chat
 
 CONFIG = SMALL_BRAIN
@@ -360,3 +361,28 @@ def test_a_repair_beside_an_open_engine_is_seen_by_it(db: Path, sql: apsw.Connec
         assert doctor(db, CONFIG).ok
     finally:
         brain.close()
+
+
+def test_the_recheck_after_a_repair_is_not_fooled_by_writes_made_meanwhile(
+    db: Path, sql: apsw.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As beside a serving daemon: writes land between the first run and the re-check,
+    # and their FTS5 merges drop index segments the doctor's connection has seen.
+    _tamper_totals(sql)
+    repair_context = doctor_module._REPAIRS["context"]
+
+    def repair_while_another_process_writes(store: Store, found: Any) -> list[str]:
+        done = repair_context(store, found)
+        other = Brain(db, CONFIG, embedder=HashEmbedder(64))
+        try:
+            for i in range(40):
+                other.ingest("w", [MessageIn("user", f"written meanwhile {i}", client_id=f"w{i}")])
+        finally:
+            other.close()
+        return done
+
+    monkeypatch.setitem(doctor_module._REPAIRS, "context", repair_while_another_process_writes)
+    report = doctor(db, CONFIG, repair=True)
+    assert _problems(report) == {}
+    assert report.check("context").repaired
+    assert doctor(db, CONFIG, deep=True).ok

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -124,16 +125,20 @@ def test_brain_doctor_repair_beside_a_daemon_writing_in_a_loop_reports_no_false_
 ) -> None:
     # Every write adds FTS5 segments and merges drop old ones: a doctor that checks
     # against an index structure cached before those writes reads blobs that are gone.
-    daemon = spawn(serve_argv(db_path))
+    # Payload files make each doctor run long enough for many writes to land in it,
+    # and commits without fsync make those writes many.
+    args = ["--large-payload-tokens", "100", "--synchronous", "NORMAL"]
+    daemon = spawn(serve_argv(db_path, *args))
     daemon.call(0, "ingest", {"session": "s", "message": user_message(0)})
     stop = threading.Event()
     written: list[int] = []
+    payload = "a payload line\n" * 3_000
 
     def write() -> None:
         i = 1
         while not stop.is_set():
-            pair = [user_message(i), user_message(i, prefix="n")]
-            daemon.send(ingest_frame(i, f"s{i % 3}", pair))
+            reply = {"role": "assistant", "content": payload if i % 5 == 0 else f"reply {i}"}
+            daemon.send(ingest_frame(i, f"s{i % 3}", [user_message(i), reply]))
             assert daemon.frame()["id"] == i
             written.append(i)
             i += 1
@@ -141,11 +146,17 @@ def test_brain_doctor_repair_beside_a_daemon_writing_in_a_loop_reports_no_false_
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        reports = [_doctor(db_path, "--repair", "--json") for _ in range(3)]
+        deadline = time.monotonic() + DEADLINE
+        while len(written) < 300 and writer.is_alive():  # a database with some history
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        before = len(written)
+        reports = [_doctor(db_path, "--repair", "--json") for _ in range(4)]
+        during = len(written) - before
     finally:
         stop.set()
         writer.join(DEADLINE)
-    assert written, "the daemon wrote nothing while the doctor ran"
+    assert during > 0, "the daemon wrote nothing while the doctor ran"
     for done in reports:
         bad = {c["name"]: c["message"] for c in _report(done)["checks"] if c["status"] != "ok"}
         assert bad == {}, bad
