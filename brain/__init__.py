@@ -12,6 +12,8 @@ from brain.engine import Brain, EmbeddingsInfo, Info, SaveResult
 from brain.errors import (
     BrainError,
     Conflict,
+    DatabaseFileLost,
+    DatabaseMissing,
     EmbedderMismatch,
     GrantDenied,
     GrantExhausted,
@@ -35,6 +37,8 @@ __all__ = [
     "CompactionReport",
     "BrainError",
     "Conflict",
+    "DatabaseFileLost",
+    "DatabaseMissing",
     "EmbedderMismatch",
     "GrantDenied",
     "GrantExhausted",

@@ -180,7 +180,8 @@ def doctor(
             conn.close()
         return report([integrity, _schema(version, version).done()])
 
-    store = open_store(db, config)  # migrates an older database (only reached with repair)
+    # migrates an older database (only reached with repair); never creates one
+    store = open_store(db, config, create=False)
     try:
         findings = _run_checks(store, deep, version)
         repaired: dict[str, tuple[str, ...]] = {}

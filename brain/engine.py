@@ -26,6 +26,7 @@ from brain.context import conversation
 from brain.describe import describe, expand
 from brain.embedders import Embedder, default_embedder
 from brain.errors import (
+    DatabaseMissing,
     EmbedderMismatch,
     InvalidInput,
     NotFound,
@@ -121,10 +122,23 @@ class Brain:
         *,
         summarizer: Summarizer | None = None,
         embedder: Embedder | None = None,
+        create: bool = True,
+        may_switch_embedder: bool = False,
     ) -> None:
+        """Open the database at ``path``.
+
+        ``create``: create it if it never existed (``open_store``); without it a
+        missing file is :class:`~brain.errors.DatabaseMissing`. ``may_switch_embedder``:
+        if the stored vectors belong to another embedder, delete them and re-embed
+        everything with ``embedder``; without it that is
+        :class:`~brain.errors.EmbedderMismatch` naming the stored embedder (only a
+        daemon told explicitly which embedder to use may switch; a one-shot command
+        with a default embedder must not wipe the index a serving daemon uses).
+        """
         self.config = config or BrainConfig()
         self._lock = threading.RLock()
-        self._store = open_store(path, self.config)
+        self._store = open_store(path, self.config, create=create)
+        self.may_switch_embedder = may_switch_embedder
         self.path = self._store.path
         self._sweep_stray_files()
         extractive = ExtractiveSummarizer()
@@ -136,6 +150,10 @@ class Brain:
         """The chat client for LLM answers (``expand_query``); None: extractive only."""
         self.embedder: Embedder = embedder or default_embedder()
         """The embedder for semantic search; replacing it re-embeds everything (lazily)."""
+        self.embed_before_search = 0
+        """At most this many queued rows of its scope a semantic or hybrid grep embeds
+        itself before it searches (0: none, the daemon's background embedder does it).
+        For a one-shot process (``brain call``), which has no background embedder."""
         self._index: VectorIndex | None = None
         self._index_embedder: Embedder | None = None
         self._graph_index: VectorIndex | None = None
@@ -227,11 +245,12 @@ class Brain:
         The embedder's ``dim`` must be known (``_learn_dim`` first, outside the lock).
         """
         if self._index is None or self._index_embedder is not embedder:
+            may_switch = self.may_switch_embedder
             index = VectorIndex(embedder.dim)
-            index.check_identity(self._store, embedder)
+            index.check_identity(self._store, embedder, may_switch=may_switch)
             self._index, self._index_embedder = index, embedder
             self._graph_index = VectorIndex(embedder.dim, kinds=("node", "summary"))
-            self._graph_index.check_identity(self._store, embedder)
+            self._graph_index.check_identity(self._store, embedder, may_switch=may_switch)
         return self._index
 
     def _graph_vectors(self, embedder: Embedder) -> VectorIndex:
@@ -666,16 +685,14 @@ class Brain:
         if options.mode in ("semantic", "hybrid"):
             _learn_dim(embedder)
             query_vector = embedder.embed([options.query])[0]
+            if self.embed_before_search > 0:
+                with self._lock:
+                    scope = self._grep_scope(options, session, session_key).conversations
+                if scope != ():
+                    self._embed_queued(embedder, scope, self.embed_before_search)
         with self._lock:
             store = self._store
-            if session is not None:
-                row = store.one("SELECT id FROM conversations WHERE session_id = ?", (session,))
-                options = replace(options, conversations=() if row is None else (int(row[0]),))
-            elif session_key is not None:
-                ids = store.execute(
-                    "SELECT id FROM conversations WHERE session_key = ?", (session_key,)
-                )
-                options = replace(options, conversations=tuple(int(r[0]) for r in ids))
+            options = self._grep_scope(options, session, session_key)
             if options.since is not None:
                 options = replace(options, since=normalize_time(options.since, "since"))
             if options.before is not None:
@@ -692,6 +709,52 @@ class Brain:
                     return list(index.search(store, query_vector, k, scope))
 
             return grep(store, options, nearest)
+
+    def _grep_scope(
+        self, options: GrepOptions, session: str | None, session_key: str | None
+    ) -> GrepOptions:
+        """``options`` narrowed to the session's or session key's conversations (locked)."""
+        store = self._store
+        if session is not None:
+            row = store.one("SELECT id FROM conversations WHERE session_id = ?", (session,))
+            return replace(options, conversations=() if row is None else (int(row[0]),))
+        if session_key is not None:
+            ids = store.execute(
+                "SELECT id FROM conversations WHERE session_key = ?", (session_key,)
+            )
+            return replace(options, conversations=tuple(int(r[0]) for r in ids))
+        return options
+
+    def _embed_queued(
+        self, embedder: Embedder, conversations: Sequence[int] | None, limit: int
+    ) -> int:
+        """Embed up to ``limit`` queued messages and summaries of ``conversations`` now.
+
+        What a search needs from the queue when no background embedder will drain it.
+        Embedding runs outside the lock, as in ``embed_pending``; the vectors are stored,
+        so nothing is embedded twice. Returns rows stored.
+        """
+        done = 0
+        while done < limit:
+            with self._lock:
+                index = self._vector_index(embedder)
+                pending = index.take(
+                    self._store,
+                    min(256, limit - done),
+                    conversations=conversations,
+                    kinds=("message", "summary"),
+                )
+            if not pending.keys:
+                break
+            vectors = pending.embed(embedder, index.dim)
+            with self._lock:
+                if self._index is not index:  # the embedder changed meanwhile
+                    break
+                stored = index.put(self._store, pending, vectors)
+            if stored == 0:  # every row taken was skipped: it stays queued
+                break
+            done += stored
+        return done
 
     # -- grants ---------------------------------------------------------------
 
@@ -842,10 +905,24 @@ class Brain:
         return SaveResult(frames, done, (time.perf_counter() - started) * 1000)
 
     def reload(self) -> None:
-        """Close and reopen the database, rebuilding any in-memory state from disk."""
+        """Reopen the database, rebuilding any in-memory state from disk.
+
+        The new connection is opened first and swapped in only once it is set up:
+        if the file is gone (:class:`~brain.errors.DatabaseMissing`; nothing is
+        created) or cannot be opened, the error is raised and the open store
+        keeps serving.
+        """
         with self._lock:
-            self._store.close()
-            self._store = open_store(self.path, self.config)
+            try:
+                store = open_store(self.path, self.config, create=False)
+            except DatabaseMissing as exc:
+                raise DatabaseMissing(
+                    f"cannot reload: database {self.path.name} is no longer there (moved or "
+                    "deleted); the database opened before keeps serving"
+                ) from exc
+            old, self._store = self._store, store
+            with contextlib.suppress(Exception):
+                old.close()
             self._assembler.forget()
             self._graph.invalidate()
             self._index = self._graph_index = None

@@ -10,7 +10,9 @@
     ├── GrantExhausted      a grant whose token cap is used up
     ├── StoreBusy           the database stayed locked past the busy timeout
     ├── StorageError        the database or files directory failed underneath us
-    │   └── PayloadMissing  a stored row names a payload file that is gone
+    │   ├── PayloadMissing      a stored row names a payload file that is gone
+    │   ├── DatabaseMissing     no database file at the path, and this process may not create one
+    │   └── DatabaseFileLost    the open file was moved, replaced or deleted: writes stop
     └── ProviderError       an LLM or embedding provider failed (after retries) or is tripped
 
 The engine knows nothing of the wire. The daemon's dispatcher is the one place
@@ -111,6 +113,28 @@ class PayloadMissing(StorageError):
             missing_files=[file_id],
         )
         self.file_id = file_id
+
+
+class DatabaseMissing(StorageError):
+    """No database file at the path, and this open may not create one.
+
+    Only the first start of a daemon on a path creates a database; a ``reload``,
+    ``brain call`` or an offline command on a missing file would otherwise serve
+    (and write into) a new empty database while the real one lives elsewhere.
+    """
+
+    default_message = "database file does not exist"
+
+
+class DatabaseFileLost(StorageError):
+    """The database file this process opened is no longer the file at its path.
+
+    It was moved, replaced or deleted underneath the process: a write now would
+    land in a file nobody else will open, so writes are refused from then on
+    and the daemon exits for its supervisor to restart it on the real file.
+    """
+
+    default_message = "database file was moved, replaced or deleted; restart"
 
 
 class ProviderError(BrainError):

@@ -23,7 +23,7 @@ from typing import Any, Final
 import apsw
 
 from brain.config import BrainConfig
-from brain.errors import StorageError, StoreBusy
+from brain.errors import DatabaseFileLost, DatabaseMissing, StorageError, StoreBusy
 from brain.filetext import index_pending
 from brain.schema import migrate
 
@@ -116,7 +116,15 @@ class Transaction:
 
 
 class Store:
-    """An open database plus its files directory."""
+    """An open database plus its files directory.
+
+    The store remembers which file it opened (device and inode). Every write
+    transaction checks, just before it commits, that the path still names that
+    file: once it does not (moved, replaced or deleted underneath the process)
+    the store is *lost* and every later write raises
+    :class:`~brain.errors.DatabaseFileLost` before it starts. Reads go on: they
+    read the file this process opened, which is still consistent.
+    """
 
     def __init__(self, conn: apsw.Connection, path: Path, config: BrainConfig) -> None:
         self.conn = conn
@@ -125,6 +133,9 @@ class Store:
         self.files_dir = files_dir_for(path)
         self._levels: list[Transaction] = []
         self._tracer: Tracer | None = None
+        self._identity = _file_identity(path)
+        self.lost = False
+        """True once the path stopped naming the opened file (sticky)."""
 
     # -- statements ---------------------------------------------------------
 
@@ -163,6 +174,24 @@ class Store:
 
         self.conn.exec_trace = trace
 
+    # -- the file -------------------------------------------------------------
+
+    def check_file(self) -> None:
+        """Raise :class:`DatabaseFileLost` unless the path still names the opened file.
+
+        One ``stat`` (about a microsecond); run before every outermost commit.
+        A file that is gone, or another file (another inode or device) at the
+        path, makes the store lost for good: a write acknowledged into the old
+        file would be missing from the database everyone else opens.
+        """
+        if not self.lost:
+            try:
+                self.lost = _file_identity(self.path) != self._identity
+            except (FileNotFoundError, NotADirectoryError):
+                self.lost = True
+        if self.lost:
+            raise DatabaseFileLost()
+
     # -- transactions -------------------------------------------------------
 
     @contextlib.contextmanager
@@ -177,6 +206,8 @@ class Store:
         """
         level = Transaction()
         outermost = not self._levels
+        if outermost and self.lost:
+            raise DatabaseFileLost()
         savepoint = f"sp{len(self._levels)}"
         self.execute("BEGIN IMMEDIATE" if outermost else f"SAVEPOINT {savepoint}")
         self._levels.append(level)
@@ -202,6 +233,7 @@ class Store:
         self._levels.pop()
         if outermost:
             try:
+                self.check_file()
                 self.execute("COMMIT")
             except BaseException:
                 if self.conn.in_transaction:
@@ -265,19 +297,70 @@ def files_dir_for(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + "-files")
 
 
-def open_store(path: str | os.PathLike[str], config: BrainConfig | None = None) -> Store:
-    """Open (creating if needed) the database at ``path``, set it up, migrate it.
+def _file_identity(path: Path) -> tuple[int, int]:
+    """(device, inode) of the file at ``path``: what a move or replacement changes."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
 
-    Applies ``SETUP_STEPS`` in order, then runs pending schema migrations in
-    one transaction. Creates the parent directory and the files directory.
+
+def _connect(db_path: Path, create: bool) -> apsw.Connection:
+    """Open the database file; create it only when ``create`` and it never existed.
+
+    An existing file is opened without SQLite's create flag, so a file that
+    vanishes between a check and the open is an error rather than a new empty
+    database. A missing file whose files directory remains had a database
+    (moved or deleted since): it is not created again, even with ``create``.
+    The database file is created before its files directory, so a concurrent
+    first start never sees the directory without the file.
+    """
+    try:
+        return apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READWRITE)
+    except apsw.CantOpenError:
+        if db_path.exists():
+            raise  # there, but unreadable: reported as it is
+        if not create:
+            raise DatabaseMissing(
+                f"database {db_path.name} does not exist (this command never creates one; "
+                "`brain serve --db PATH` does at its first start)"
+            ) from None
+    if files_dir_for(db_path).exists():
+        try:  # another process may have created both just now
+            return apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READWRITE)
+        except apsw.CantOpenError:
+            raise DatabaseMissing(
+                f"database {db_path.name} does not exist but its files directory "
+                f"{files_dir_for(db_path).name}/ does: the database was moved or deleted. "
+                "Put it back, or remove the files directory to start a new one"
+            ) from None
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    return apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+
+
+def open_store(
+    path: str | os.PathLike[str], config: BrainConfig | None = None, *, create: bool = True
+) -> Store:
+    """Open the database at ``path``, set it up, migrate it.
+
+    With ``create`` a database that never existed at ``path`` is created (with
+    its parent directory); without it a missing file raises
+    :class:`~brain.errors.DatabaseMissing` and nothing is created. Even with
+    ``create``, a missing file whose files directory remains is refused: that
+    database was moved or deleted, and a new empty one would hide it. Applies
+    ``SETUP_STEPS`` in order, then runs pending schema migrations in one
+    transaction. Creates the files directory.
     """
     config = config or BrainConfig()
     db_path = Path(path).expanduser().absolute()
     try:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        files_dir_for(db_path).mkdir(exist_ok=True)
-        conn = apsw.Connection(str(db_path))
+        conn = _connect(db_path, create)
+    except DatabaseMissing:
+        raise
     except (OSError, apsw.Error) as exc:
+        raise StorageError(f"cannot open database {db_path}: {exc}") from exc
+    try:
+        files_dir_for(db_path).mkdir(exist_ok=True)
+    except OSError as exc:
+        conn.close()
         raise StorageError(f"cannot open database {db_path}: {exc}") from exc
     try:
         _set_up(conn, config)
@@ -290,7 +373,11 @@ def open_store(path: str | os.PathLike[str], config: BrainConfig | None = None) 
     except BaseException:
         conn.close()
         raise
-    store = Store(conn, db_path, config)
+    try:
+        store = Store(conn, db_path, config)
+    except OSError as exc:  # gone again since it was opened
+        conn.close()
+        raise StorageError(f"cannot open database {db_path}: {exc}") from exc
     try:
         # Payloads stored before schema v8 become searchable (see brain.filetext).
         # Busy: another process holds the write lock (perhaps indexing them);

@@ -11,12 +11,14 @@ with no stored vector (one per distinct text in the batch) go to the embedder; `
 copies the stored vector for the others.
 
 The embedder's identity (name, dim) is stored in ``meta``. Opening with a different
-embedder deletes every vector and queues every row again: vectors of two embedders are
-never mixed. Another process may do that while this one runs (it was started with another
-embedder): this index then notices, on its next ``take``, ``put`` or ``verify``, that the
-stored identity is no longer its own and raises :class:`~brain.errors.EmbedderMismatch`
-rather than write or search vectors of another embedder. The last process to open the
-index with a new embedder owns it; the others must be restarted with that embedder.
+embedder is refused (``EmbedderMismatch``) unless the caller may switch (``brain serve``
+given an embedder explicitly): then every vector is deleted and every row queued again.
+Vectors of two embedders are never mixed. Another process may switch while this one runs
+(a daemon restarted with another embedder): this index then notices, on its next
+``take``, ``put`` or ``verify``, that the stored identity is no longer its own and raises
+:class:`~brain.errors.EmbedderMismatch` rather than write or search vectors of another
+embedder. The last process allowed to switch owns the index; the others must be
+restarted with its embedder.
 A counter per kind in ``meta`` (``vectors_epoch:<kind>``) changes on every write of
 that kind's vectors, so a process notices another process's writes and reloads its
 matrix, and an index reloads only for writes to the kinds it holds.
@@ -159,11 +161,16 @@ class VectorIndex:
 
     # -- identity -------------------------------------------------------------------
 
-    def check_identity(self, store: Store, embedder: Embedder) -> bool:
+    def check_identity(self, store: Store, embedder: Embedder, *, may_switch: bool = False) -> bool:
         """Make the stored vectors the embedder's; True if everything was queued again.
 
-        When the stored identity differs (or none is stored while vectors exist), every
-        vector is deleted and every message and summary queued, in one transaction.
+        A database with no embedder recorded and no vectors is claimed for ``embedder``.
+        When the stored identity differs (or none is stored while vectors exist), the
+        embedder is switched only with ``may_switch``: every vector is deleted and every
+        message, summary and node queued, in one transaction. Without it nothing is
+        written and :class:`EmbedderMismatch` names the stored embedder: a process that
+        was not told to switch (a one-shot command with a default embedder) must not
+        wipe the index a serving daemon answers from.
         """
         name, dim = embedder.name, str(embedder.dim)
         if embedder.dim != self.dim:
@@ -174,6 +181,16 @@ class VectorIndex:
             if stored == (name, dim):
                 return False
             reset = stored is not None or store.scalar("SELECT count(*) FROM vectors") > 0
+            if reset and not may_switch:
+                theirs = "unnamed" if stored is None else f"{stored[0]} (dim {stored[1]})"
+                raise EmbedderMismatch(
+                    f"the stored vectors were made by embedder {theirs}; this process embeds "
+                    f"with {name} (dim {dim}) and may not switch the database to it: use the "
+                    "stored embedder, or start `brain serve` with the new embedder given "
+                    "explicitly to re-embed everything",
+                    embedder=name,
+                    stored_embedder=None if stored is None else stored[0],
+                )
             if reset:
                 store.execute("DELETE FROM vectors")
                 store.execute(
@@ -223,15 +240,33 @@ class VectorIndex:
         """How many rows wait to be embedded."""
         return int(store.scalar("SELECT count(*) FROM embed_queue"))
 
-    def take(self, store: Store, batch: int = 256) -> Pending:
+    def take(
+        self,
+        store: Store,
+        batch: int = 256,
+        *,
+        conversations: Sequence[int] | None = None,
+        kinds: Sequence[Kind] | None = None,
+    ) -> Pending:
         """Up to ``batch`` queued rows with their texts (the queue is left as it is).
 
         A graph node is embedded from its content and, for a correction, the query it
         corrected (``metadata.query``), so the next similar query finds the correction.
         Rows that no longer exist are dropped from the queue here. ``to_embed`` lists the
-        distinct texts of the batch that have no stored vector yet.
+        distinct texts of the batch that have no stored vector yet. ``conversations``
+        and ``kinds`` (None: any) narrow the rows taken to what one search needs.
         """
         self.verify(store)
+        where = []
+        bindings: list[Any] = []
+        if kinds is not None:
+            where.append("q.kind IN (SELECT value FROM json_each(?))")
+            bindings.append(orjson.dumps(list(kinds)).decode())
+        if conversations is not None:
+            where.append(
+                "coalesce(m.conversation_id, s.conversation_id) IN (SELECT value FROM json_each(?))"
+            )
+            bindings.append(orjson.dumps(list(conversations)).decode())
         rows = list(
             store.execute(
                 "SELECT q.kind, q.row_id, coalesce(m.conversation_id, s.conversation_id, 0), "
@@ -241,8 +276,9 @@ class VectorIndex:
                 "LEFT JOIN messages m ON q.kind = 'message' AND m.id = q.row_id "
                 "LEFT JOIN summaries s ON q.kind = 'summary' AND s.id = q.row_id "
                 "LEFT JOIN nodes n ON q.kind = 'node' AND n.id = q.row_id "
-                "ORDER BY q.kind, q.row_id LIMIT ?",
-                (batch,),
+                + (f"WHERE {' AND '.join(where)} " if where else "")
+                + "ORDER BY q.kind, q.row_id LIMIT ?",
+                (*bindings, batch),
             )
         )
         gone = [(r[0], r[1]) for r in rows if r[3] is None]

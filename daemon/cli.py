@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
 
 import anyio
 import orjson
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from brain import Brain
 
 T = TypeVar("T")
+
+CALL_EMBED_MAX: Final = 10_000
+"""Queued rows a ``brain call`` semantic or hybrid grep embeds for its own answer, at most
+(about 0.4 s with the static embedder); the rest stay queued and show as ``pending``."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,11 +69,19 @@ def _serve(config: DaemonConfig, args: argparse.Namespace) -> int:
 
 
 def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
-    """Run one request in-process through the same dispatcher the daemon uses."""
+    """Run one request in-process through the same dispatcher the daemon uses.
+
+    The database must exist (a missing one is a -32008 error and nothing is
+    created), and the stored vectors' embedder is never switched. With no
+    background embedder in this process, a semantic or hybrid grep embeds the
+    queued rows of its scope (up to ``CALL_EMBED_MAX``) before it searches.
+    """
+    from brain.errors import BrainError
     from daemon.context import Context
-    from daemon.dispatch import Answer, Dispatcher
+    from daemon.dispatch import Answer, Dispatcher, to_wire
     from daemon.runner import open_brain
     from protocol.framing import encode_frame
+    from protocol.wire import error_frame
 
     raw = sys.stdin.buffer.read() if args.params == "-" else (args.params or "{}").encode()
     try:
@@ -82,7 +94,11 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     bar = ProgressBar(sys.stderr)
 
     async def once() -> bytes | None:
-        brain = await anyio.to_thread.run_sync(open_brain, config)
+        try:
+            brain = await anyio.to_thread.run_sync(open_brain, config)
+        except BrainError as exc:  # no database there, etc.
+            return error_frame(1, to_wire(exc, args.method))
+        brain.embed_before_search = CALL_EMBED_MAX
         try:
             dispatcher = Dispatcher(Context(brain))
             item = dispatcher.prepare(line)

@@ -44,6 +44,9 @@ class DaemonConfig:
     embed_timeout_s: float = 30.0
     embed_dim: int | None = None
     embed_batch: int = 64
+    embedder_chosen: bool = False
+    """Whether ``embedder`` was given (flag, environment or file) rather than defaulted:
+    only then may ``brain serve`` switch a database whose vectors are another embedder's."""
     brain: BrainConfig = field(default_factory=BrainConfig)
 
     def __post_init__(self) -> None:
@@ -277,6 +280,7 @@ def load_config(
         if o.target != "daemon" and o.key in values:
             nested[o.target][o.attr or o.key] = values.pop(o.key)
     db = values.pop("db", None) or default_db_path(env)
+    values["embedder_chosen"] = "embedder" in values
     defaults = BrainConfig()
     brain = replace(
         defaults, **nested["brain"], compaction=replace(defaults.compaction, **nested["compaction"])

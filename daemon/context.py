@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from brain import Brain
+from brain import Brain, DatabaseFileLost
 from daemon.compactions import Compactions
 from daemon.embeddings import Embeddings
 
@@ -28,6 +28,9 @@ class Context:
         self.db_limiter = anyio.CapacityLimiter(db_threads)
         self.writes = 0
         self._write_listeners: list[Callable[[], None]] = []
+        self.lost: DatabaseFileLost | None = None
+        """Set once a request found the database file moved, replaced or deleted."""
+        self._lost_listeners: list[Callable[[], None]] = []
 
     async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking engine work in a worker thread; the event loop stays free."""
@@ -43,3 +46,14 @@ class Context:
     def on_write(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` after every acknowledged write."""
         self._write_listeners.append(listener)
+
+    def note_lost(self, error: DatabaseFileLost) -> None:
+        """Record that the database file is gone; tell the listeners once."""
+        if self.lost is None:
+            self.lost = error
+            for listener in self._lost_listeners:
+                listener()
+
+    def on_lost(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` when a request finds the database file gone (the daemon stops)."""
+        self._lost_listeners.append(listener)

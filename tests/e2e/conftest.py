@@ -43,6 +43,17 @@ def module_argv(db: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "daemon", "--db", str(db), *args]
 
 
+def create_db(db: Path) -> Path:
+    """Create the database at ``db`` as an operator does: a first ``brain serve`` on the
+    path, with no input (it creates the file and exits). Only ``brain serve`` creates one;
+    ``brain call`` and the offline commands refuse a missing file."""
+    done = subprocess.run(
+        serve_argv(db), input=b"", capture_output=True, timeout=DEADLINE, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return db
+
+
 def user_message(i: int, *, prefix: str = "m") -> dict[str, Any]:
     """A small user message with the client id ``{prefix}{i:04d}``."""
     return {"id": f"{prefix}{i:04d}", "role": "user", "content": f"message number {i}"}

@@ -11,7 +11,14 @@ import orjson
 
 from protocol import errors
 from tests.brain.test_bootstrap import ACTIVE, BRANCH_A, BRANCH_B, TRUNK
-from tests.e2e.conftest import BRAIN, DEADLINE, Spawn, serve_argv, stored_client_ids
+from tests.e2e.conftest import (
+    BRAIN,
+    DEADLINE,
+    Spawn,
+    create_db,
+    serve_argv,
+    stored_client_ids,
+)
 
 
 def _write(path: Path, entries: list[Any]) -> Path:
@@ -71,6 +78,7 @@ def test_brain_bootstrap_imports_a_file_resumes_it_and_reports_json(
     db_path: Path, tmp_path: Path
 ) -> None:
     transcript = _write(tmp_path / "t.jsonl", [*TRUNK, *BRANCH_A, *BRANCH_B])
+    create_db(db_path)
 
     done = _cli("--db", str(db_path), "--session", "s", str(transcript))
     assert done.returncode == 0, done.stderr.decode()

@@ -9,10 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from brain import __version__
 from protocol import errors
-from tests.e2e.conftest import BRAIN, DEADLINE, stored_client_ids
+from tests.e2e.conftest import BRAIN, DEADLINE, create_db, stored_client_ids
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """An existing database (``brain call`` never creates one)."""
+    return create_db(tmp_path / "brain.db")
 
 
 def _brain(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:

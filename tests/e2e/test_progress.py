@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from protocol.client import Client
-from tests.e2e.conftest import BRAIN, DEADLINE
+from tests.e2e.conftest import BRAIN, DEADLINE, create_db
 
 
 def _workspace(root: Path, files: int) -> Path:
@@ -56,6 +56,7 @@ def test_a_bad_progress_member_is_an_invalid_request(db_path: Path) -> None:
 
 def test_brain_call_draws_a_progress_bar_on_stderr(db_path: Path, tmp_path: Path) -> None:
     workspace = _workspace(tmp_path / "ws", 5)
+    create_db(db_path)
     done = subprocess.run(
         [
             str(BRAIN),

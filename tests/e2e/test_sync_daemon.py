@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.e2e.conftest import BRAIN, DEADLINE, Spawn, integrity, serve_argv
+from tests.e2e.conftest import BRAIN, DEADLINE, Spawn, create_db, integrity, serve_argv
 
 MEMORY = """\
 # Deploys
@@ -86,6 +86,7 @@ def test_brain_sync_prints_a_readable_report_naming_the_refused_and_fails_on_a_m
     workspace.mkdir()
     (workspace / "MEMORY.md").write_text(MEMORY)
     (workspace / "SOUL.md").symlink_to("/proc/self/environ")
+    create_db(db_path)
     done = subprocess.run(
         [str(BRAIN), "sync", "--db", str(db_path), "--workspace", str(workspace)],
         capture_output=True,
