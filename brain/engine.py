@@ -910,9 +910,15 @@ class Brain:
         The new connection is opened first and swapped in only once it is set up:
         if the file is gone (:class:`~brain.errors.DatabaseMissing`; nothing is
         created) or cannot be opened, the error is raised and the open store
-        keeps serving.
+        keeps serving (reads; writes are refused once its file is gone). A file
+        replaced at the path (a restored backup) is opened instead of the old one.
         """
         with self._lock:
+            if not self._store.at_path():
+                # Replaced or moved: this file's frames go into it, and the WAL (named
+                # after the path, so about to be shared with the new file) is emptied.
+                with contextlib.suppress(Exception):
+                    self._store.checkpoint(truncate=True)
             try:
                 store = open_store(self.path, self.config, create=False)
             except DatabaseMissing as exc:
@@ -929,12 +935,22 @@ class Brain:
             self._index_embedder = None
 
     def close(self) -> None:
-        """Refresh planner statistics, checkpoint and close; safe to call twice."""
+        """Refresh planner statistics, checkpoint and close; safe to call twice.
+
+        If the file was moved, replaced or deleted meanwhile, every frame of the WAL
+        goes into the file this process opened (where acknowledged writes belong) and
+        the WAL file, still at the old path, is emptied: SQLite does not remove it for
+        a moved database, and whatever database is opened at that path next would
+        otherwise read this one's pages from it.
+        """
         with self._lock:
             with contextlib.suppress(Exception):
-                # SQLite's advice: run optimize before closing a long-lived connection.
-                self._store.execute("PRAGMA optimize")
-                self._store.checkpoint()
+                if self._store.at_path():
+                    # SQLite's advice: run optimize before closing a long-lived connection.
+                    self._store.execute("PRAGMA optimize")
+                    self._store.checkpoint()
+                else:
+                    self._store.checkpoint(truncate=True)
             self._store.close()
 
     def _sweep_stray_files(self) -> None:

@@ -176,10 +176,9 @@ class Store:
 
     # -- the file -------------------------------------------------------------
 
-    def check_file(self) -> None:
-        """Raise :class:`DatabaseFileLost` unless the path still names the opened file.
+    def at_path(self) -> bool:
+        """Whether the path still names the file this store opened (one ``stat``).
 
-        One ``stat`` (about a microsecond); run before every outermost commit.
         A file that is gone, or another file (another inode or device) at the
         path, makes the store lost for good: a write acknowledged into the old
         file would be missing from the database everyone else opens.
@@ -189,7 +188,14 @@ class Store:
                 self.lost = _file_identity(self.path) != self._identity
             except (FileNotFoundError, NotADirectoryError):
                 self.lost = True
-        if self.lost:
+        return not self.lost
+
+    def check_file(self) -> None:
+        """Raise :class:`DatabaseFileLost` unless the path still names the opened file.
+
+        About a microsecond; run before every outermost commit.
+        """
+        if not self.at_path():
             raise DatabaseFileLost()
 
     # -- transactions -------------------------------------------------------
@@ -252,10 +258,14 @@ class Store:
         """SQLite's ``data_version``: changes when another connection commits."""
         return int(self.scalar("PRAGMA data_version"))
 
-    def checkpoint(self) -> tuple[int, int]:
-        """Passive WAL checkpoint; return (frames in WAL, frames checkpointed)."""
+    def checkpoint(self, *, truncate: bool = False) -> tuple[int, int]:
+        """Passive WAL checkpoint; return (frames in WAL, frames checkpointed).
+
+        ``truncate``: wait for readers, copy every frame and empty the WAL file.
+        """
+        mode = apsw.SQLITE_CHECKPOINT_TRUNCATE if truncate else apsw.SQLITE_CHECKPOINT_PASSIVE
         try:
-            log, done = self.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+            log, done = self.conn.wal_checkpoint(mode=mode)
         except apsw.BusyError as exc:
             raise StoreBusy("checkpoint blocked by another process") from exc
         return int(log), int(done)

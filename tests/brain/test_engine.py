@@ -198,6 +198,38 @@ def test_reload_keeps_every_message_and_continues_the_sequence(fresh_brain: Brai
     assert fresh_brain.info().messages == 2
 
 
+def test_a_reload_that_finds_no_file_keeps_the_open_database_and_creates_nothing(
+    db_path: Path, tmp_path: Path
+) -> None:
+    engine = Brain(db_path)
+    engine.ingest("s", [MessageIn("user", "kept", client_id="k")])
+    old_store = engine.store
+    db_path.rename(tmp_path / "moved.db")
+    with pytest.raises(brain.DatabaseMissing, match="keeps serving"):
+        engine.reload()
+    assert not db_path.exists()
+    assert engine.store is old_store
+    assert engine.get_message("s", "k")["content"] == "kept"
+    assert engine.info().messages == 1
+    engine.close()
+
+
+def test_a_reload_onto_a_replaced_file_serves_it_and_never_leaks_the_old_wal_into_it(
+    db_path: Path, tmp_path: Path
+) -> None:
+    engine = Brain(db_path)
+    engine.ingest("s", [MessageIn("user", "old database", client_id="k")])
+    backup = Brain(tmp_path / "backup.db")
+    backup.ingest("t", [MessageIn("user", "restored", client_id="r")])
+    backup.close()
+    (tmp_path / "backup.db").replace(db_path)
+    engine.reload()
+    assert engine.get_message("t", "r")["content"] == "restored"
+    with pytest.raises(NotFound):
+        engine.get_message("s", "k")
+    engine.close()
+
+
 def test_closing_twice_is_safe_and_the_data_survives(db_path: Path) -> None:
     engine = Brain(db_path)
     engine.ingest("s", [MessageIn("user", "kept", client_id="k")])

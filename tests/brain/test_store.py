@@ -9,7 +9,15 @@ from typing import Any
 import apsw
 import pytest
 
-from brain import BrainConfig, StorageError, Store, StoreBusy, open_store
+from brain import (
+    BrainConfig,
+    DatabaseFileLost,
+    DatabaseMissing,
+    StorageError,
+    Store,
+    StoreBusy,
+    open_store,
+)
 from brain.store import SETUP_STEPS, files_dir_for
 
 
@@ -127,6 +135,53 @@ def test_close_twice_is_safe(db_path: Path) -> None:
     store.close()
     with pytest.raises(apsw.ConnectionClosedError):
         store.execute("SELECT 1")
+
+
+def test_open_store_without_create_refuses_a_missing_file_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "sub" / "brain.db"
+    with pytest.raises(DatabaseMissing, match="does not exist"):
+        open_store(db, create=False)
+    assert not (tmp_path / "sub").exists()
+
+
+def test_open_store_never_creates_a_database_where_a_moved_one_left_its_files_directory(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "brain.db"
+    open_store(db).close()
+    db.rename(tmp_path / "moved.db")
+    with pytest.raises(DatabaseMissing, match="moved or deleted"):
+        open_store(db)
+    assert not db.exists()
+
+
+# -- the file under the store ---------------------------------------------------------
+
+
+def test_a_commit_after_the_file_was_moved_is_refused_and_so_is_every_later_write(
+    store: Store, db_path: Path, tmp_path: Path
+) -> None:
+    with store.transaction():
+        _put(store, "before")
+    db_path.rename(tmp_path / "moved.db")
+    with pytest.raises(DatabaseFileLost), store.transaction():
+        _put(store, "after")
+    db_path.touch()  # even with some file back at the path, no write goes in again
+    with pytest.raises(DatabaseFileLost), store.transaction():
+        _put(store, "later")
+    assert _rows(store) == ["before"]  # reads go on, from the file it opened
+
+
+def test_a_file_replaced_at_the_path_is_not_the_opened_database(
+    store: Store, db_path: Path, tmp_path: Path
+) -> None:
+    open_store(tmp_path / "other.db").close()
+    (tmp_path / "other.db").replace(db_path)
+    assert not store.at_path()
+    with pytest.raises(DatabaseFileLost), store.transaction():
+        _put(store, "x")
 
 
 # -- transactions ---------------------------------------------------------------

@@ -283,6 +283,37 @@ def test_a_process_whose_embedder_was_replaced_by_another_refuses_to_mix(db_path
     second.close()
 
 
+def test_an_engine_not_allowed_to_switch_refuses_another_embedder_and_changes_nothing(
+    db_path: Path,
+) -> None:
+    first = _open(db_path, dim=64)
+    _fill(first)
+    _drain(first)
+    other = _open(db_path, dim=32, may_switch=False)
+    with pytest.raises(EmbedderMismatch, match="hash-v1-64") as refused:
+        other.grep(GrepOptions("alpha deploy", mode="semantic"))
+    assert refused.value.data["stored_embedder"] == "hash-v1-64"
+    with pytest.raises(EmbedderMismatch):
+        other.embed_pending()
+    done = first.info().embeddings
+    assert (done.stored, done.pending, done.stored_embedder) == (4, 0, "hash-v1-64")
+    assert first.grep(GrepOptions("alpha deploy", mode="semantic"))
+    first.close()
+    other.close()
+
+
+def test_a_search_that_embeds_before_it_searches_embeds_only_its_own_scope(
+    db_path: Path,
+) -> None:
+    brain = _open(db_path)
+    _fill(brain)  # three rows in session s, one in t
+    brain.embed_before_search = 100
+    hits = brain.grep(GrepOptions("alpha deploy", mode="semantic"), session="s")
+    assert [h.id for h in hits][:1] == ["u1"]
+    assert brain.embeddings_pending() == 1  # t's row waits for the background embedder
+    brain.close()
+
+
 def test_a_batch_taken_before_the_switch_is_not_written_after_it(db_path: Path) -> None:
     first = _open(db_path, dim=64)
     _fill(first)

@@ -123,3 +123,36 @@ def test_importing_every_protocol_module_does_not_load_brain_or_daemon() -> None
     )
     assert "protocol" in loaded
     assert loaded.isdisjoint({"brain", "daemon"})
+
+
+def test_brain_call_on_a_missing_database_is_a_storage_failure_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "nowhere" / "brain.db"
+    params = '{"session":"s","message":{"role":"user","content":"hi"}}'
+    done = _brain("call", "ingest", params, "--db", str(db))
+    assert done.returncode == 1
+    error = _json(done)["error"]
+    assert error["code"] == errors.StorageFailure.CODE
+    assert "does not exist" in error["message"]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["maintain"],
+        ["sync", "--workspace", "."],
+        ["bootstrap", "--session", "s", "transcript.jsonl"],
+        ["doctor"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_the_offline_commands_refuse_a_missing_database_and_create_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = tmp_path / "nowhere" / "brain.db"
+    done = _brain(*command, "--db", str(db))
+    assert done.returncode != 0
+    assert b"does not exist" in done.stderr or b"no database" in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
