@@ -754,6 +754,32 @@ def bench_startup(shared: Shared, work: Path) -> Metrics:
     }
 
 
+def _file_check_params(s: Settings) -> dict[str, Any]:
+    return {"checks": s.n(200_000, 1_000), "commits": s.n(300, 20)}
+
+
+def bench_file_check(shared: Shared, work: Path) -> Metrics:
+    """The database-file identity check (one ``stat``) every write makes before it commits,
+    next to the commit it guards (a one-row transaction, synchronous FULL)."""
+    from brain.store import open_store
+
+    params = _file_check_params(shared.settings)
+    store = open_store(work / "bench.db")
+    try:
+        started = time.perf_counter()
+        for _ in range(params["checks"]):
+            store.check_file()
+        check_s = (time.perf_counter() - started) / params["checks"]
+        started = time.perf_counter()
+        for i in range(params["commits"]):
+            with store.transaction():
+                store.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('bench', ?)", (i,))
+        commit_s = (time.perf_counter() - started) / params["commits"]
+    finally:
+        store.close()
+    return {"check_us": check_s * 1e6, "commit_us": commit_s * 1e6}
+
+
 # -- lossless context: assemble and full sweeps -------------------------------------------
 
 CONTEXT_SESSION: Final = "agent"
@@ -1670,6 +1696,12 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "ms from spawn to the first ping answer on an existing database",
         _startup_params,
         bench_startup,
+    ),
+    Bench(
+        "file_check",
+        "us per database-file identity check (before every commit) vs a one-row commit",
+        _file_check_params,
+        bench_file_check,
     ),
     Bench(
         "assemble",
