@@ -18,7 +18,9 @@ from tests.e2e.conftest import (
     Daemon,
     Spawn,
     create_db,
+    ingest_frame,
     integrity,
+    request_frame,
     serve_argv,
     stored_client_ids,
     user_message,
@@ -84,10 +86,15 @@ def test_a_daemon_whose_file_was_deleted_or_replaced_refuses_the_next_write_and_
     _acknowledged(daemon, 3)
     change(db_path, tmp_path)
 
-    refused = daemon.call(10, "ingest", {"session": "s", "message": user_message(3)})
-    assert refused["error"] == {"code": StorageFailure.CODE, "message": LOST}
-    again = daemon.call(11, "teach", {"content": "never stored"})  # sent before it stopped
-    assert "error" in again, again
+    # Two writes in one chunk: each is refused, whichever runs first.
+    daemon.send(
+        ingest_frame(10, "s", [user_message(3)])
+        + request_frame(11, "teach", {"content": "never stored"})
+    )
+    answers = {frame["id"]: frame for frame in daemon.frames(2)}
+    assert answers[10]["error"]["code"] == StorageFailure.CODE
+    assert "error" in answers[11], answers[11]
+    assert LOST in (answers[10]["error"]["message"], answers[11]["error"]["message"])
     assert daemon.wait() != 0
     if db_path.exists():  # the replacement is untouched by the old daemon's writes
         assert stored_client_ids(db_path, "s") == []
