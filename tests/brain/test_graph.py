@@ -257,7 +257,7 @@ def test_a_new_embedder_re_embeds_taught_nodes_so_queries_still_find_them(db_pat
     brain = Brain(db_path, embedder=HashEmbedder(64))
     deploy = _teach(brain, DEPLOY)
     brain.close()
-    again = Brain(db_path, embedder=HashEmbedder(32))
+    again = Brain(db_path, embedder=HashEmbedder(32), may_switch_embedder=True)
     while again.embed_pending():
         pass
     assert again.store.scalar("SELECT count(*) FROM vectors WHERE kind = 'node'") == 1
