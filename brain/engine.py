@@ -26,6 +26,7 @@ from brain.context import conversation
 from brain.describe import describe, expand
 from brain.embedders import Embedder, default_embedder
 from brain.errors import (
+    DatabaseFileLost,
     DatabaseMissing,
     EmbedderMismatch,
     InvalidInput,
@@ -486,7 +487,13 @@ class Brain:
         lets readers and one writer go on together), and its writes are ordinary
         short transactions.
         """
-        store = open_store(self.path, self.config)
+        try:
+            store = open_store(self.path, self.config, create=False)
+        except DatabaseMissing:
+            raise DatabaseFileLost() from None
+        if store.identity != self._store.identity:  # another file now: never work on it
+            store.close()
+            raise DatabaseFileLost()
         try:
             yield store
         finally:

@@ -176,6 +176,11 @@ class Store:
 
     # -- the file -------------------------------------------------------------
 
+    @property
+    def identity(self) -> tuple[int, int]:
+        """(device, inode) of the file this store opened."""
+        return self._identity
+
     def at_path(self) -> bool:
         """Whether the path still names the file this store opened (one ``stat``).
 

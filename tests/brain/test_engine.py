@@ -230,6 +230,24 @@ def test_a_reload_onto_a_replaced_file_serves_it_and_never_leaks_the_old_wal_int
     engine.close()
 
 
+@pytest.mark.parametrize("gone", ["moved", "replaced"])
+def test_maintenance_never_works_on_a_file_other_than_the_one_the_engine_opened(
+    db_path: Path, tmp_path: Path, gone: str
+) -> None:
+    engine = Brain(db_path)
+    db_path.rename(tmp_path / "moved.db")
+    if gone == "replaced":
+        Brain(tmp_path / "other.db").close()
+        (tmp_path / "other.db").replace(db_path)
+    with pytest.raises(brain.DatabaseFileLost):
+        engine.maintain()
+    with pytest.raises(brain.DatabaseFileLost):
+        engine.health()
+    if gone == "moved":
+        assert not db_path.exists()  # nothing created where the file was
+    engine.close()
+
+
 def test_closing_twice_is_safe_and_the_data_survives(db_path: Path) -> None:
     engine = Brain(db_path)
     engine.ingest("s", [MessageIn("user", "kept", client_id="k")])
