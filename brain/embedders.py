@@ -216,8 +216,8 @@ class OpenAIEmbedderConfig:
     ``api_key`` is sent as a bearer token when set and is kept out of ``repr``. ``dim`` is
     checked against every answer; left unset it is learned from the first one.
     ``batch_size`` texts go in one request; ``max_retries`` counts retries after the first
-    attempt of each request. The retry and breaker settings mean what they do in
-    :class:`brain.llm.LLMConfig`.
+    attempt of each request. The timeout, deadline, retry and breaker settings mean what
+    they do in :class:`brain.llm.LLMConfig` (``deadline_s`` bounds each request).
     """
 
     base_url: str
@@ -226,6 +226,7 @@ class OpenAIEmbedderConfig:
     dim: int | None = None
     batch_size: int = 64
     timeout_s: float = 30.0
+    deadline_s: float = 60.0
     max_retries: int = 3
     backoff_base_s: float = 0.5
     backoff_max_s: float = 20.0
@@ -235,6 +236,8 @@ class OpenAIEmbedderConfig:
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError("OpenAIEmbedderConfig.base_url must start with http:// or https://")
+        if not self.deadline_s > 0:
+            raise ValueError("OpenAIEmbedderConfig.deadline_s must be positive")
         if not self.model:
             raise ValueError("OpenAIEmbedderConfig.model must not be empty")
         if self.dim is not None and self.dim <= 0:

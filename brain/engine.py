@@ -40,7 +40,7 @@ from brain.graph import Graph, NewNode
 from brain.ingest import IngestResult, generated_row_id, ingest
 from brain.maintain import TASKS, Health, MaintainOptions, MaintainReport, health, maintain
 from brain.progress import Progress, ignore
-from brain.recall import answer, gather
+from brain.recall import Gathered, extract, gather, synthesize
 from brain.retrieval import LearnResult, QueryResult, TeachResult, learn, run_query, teach
 from brain.search import GrepOptions, Hit, Nearest, grep
 from brain.store import Store, open_store
@@ -61,6 +61,9 @@ from brain.vectors import VectorIndex, stored_identity
 from brain.version import __version__
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from brain.llm import ChatClient
 
 
@@ -100,8 +103,48 @@ class Info:
     embeddings: EmbeddingsInfo
 
 
+@dataclass(frozen=True, slots=True)
+class EmbeddedQuery:
+    """A text and its vector, embedded ahead of the database work that uses it.
+
+    ``Brain.embed_query`` makes one; ``grep``, ``query``, ``teach`` and ``assemble``
+    take it instead of embedding themselves, so a caller can wait on a slow embeddings
+    provider apart from the threads that do database work (the daemon does).
+    """
+
+    text: str
+    vector: npt.NDArray[np.float32]
+    ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class SyncIndexed:
+    """A sync before embedding: its report so far, the nodes it added, when it started."""
+
+    indexed: SyncReport
+    new_rows: tuple[int, ...]
+    started: float
+
+    def report(self, embedded: int) -> SyncReport:
+        """The sync's report once ``embedded`` of the new nodes got their vectors."""
+        took_ms = round((time.perf_counter() - self.started) * 1000, 3)
+        pending = len(self.new_rows) - embedded
+        return replace(self.indexed, embedded=embedded, pending=pending, took_ms=took_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """``expand_query`` before the model: what the database gave, and the extractive answer."""
+
+    gathered: Gathered
+    extractive: dict[str, Any]
+    max_tokens: int
+
+
 RECALL_MAX_CHARS: Final = 4_000
 """The largest recall block ``assemble`` asks the graph for (about 1,000 tokens)."""
+RECALL_MAX_QUERY: Final = 16_384
+"""Characters of the newest user message that ``assemble``'s recall queries with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +283,17 @@ class Brain:
         with self._lock:
             return self._vector_index(embedder).pending(self._store)
 
+    def embed_query(self, text: str) -> EmbeddedQuery:
+        """Embed ``text`` with this engine's embedder, taking no lock (it may wait on a provider).
+
+        Raises :class:`~brain.errors.ProviderError` when a provider fails.
+        """
+        embedder = self.embedder
+        _learn_dim(embedder)
+        started = time.perf_counter()
+        vector = embedder.embed([text])[0]
+        return EmbeddedQuery(text, vector, (time.perf_counter() - started) * 1000)
+
     def _vector_index(self, embedder: Embedder) -> VectorIndex:
         """The index for ``embedder``, checking the stored identity on first use (locked).
 
@@ -271,20 +325,21 @@ class Brain:
         record: bool = True,
         session: str | None = None,
         summaries_only: bool = False,
+        embedded: EmbeddedQuery | None = None,
     ) -> QueryResult:
         """Retrieve from the graph: seeds nearest ``text``, spread, trace (``record``).
 
         With ``session`` only that session's summaries may fire (taught and workspace
         nodes also may, unless ``summaries_only``): what ``assemble`` shows one
-        session never carries another session's conversation.
+        session never carries another session's conversation. ``embedded``: ``text``
+        already embedded (``embed_query``); otherwise it is embedded here, outside the lock.
         """
         if not text.strip():
             raise InvalidInput("query", "must not be empty")
         embedder = self.embedder
-        _learn_dim(embedder)
-        started = time.perf_counter()
-        vector = embedder.embed([text])[0]
-        embed_ms = (time.perf_counter() - started) * 1000
+        if embedded is None:
+            embedded = self.embed_query(text)
+        vector, embed_ms = embedded.vector, embedded.ms
         with self._lock:
             index = self._graph_vectors(embedder)
             index.verify(self._store)
@@ -308,25 +363,50 @@ class Brain:
                 summaries_only=summaries_only,
             )
 
+    def prepare_teach(self, node: NewNode, *, chat_id: str | None = None) -> NewNode:
+        """``node`` as ``teach`` stores it: a correction with a chat carries the query it corrects.
+
+        Its ``teach_text`` is what gets embedded (``embed_query``) before ``teach``.
+        """
+        if node.kind != "correction" or chat_id is None or "query" in node.metadata:
+            return node
+        with self._lock:
+            try:
+                query = find_trace(self._store, chat_id=chat_id).query
+            except NotFound:
+                return node
+        return replace(node, metadata={**node.metadata, "query": query})
+
     def teach(
-        self, node: NewNode, *, chat_id: str | None = None, links: Sequence[str] = ()
+        self,
+        node: NewNode,
+        *,
+        chat_id: str | None = None,
+        links: Sequence[str] = (),
+        embedded: EmbeddedQuery | None = None,
     ) -> TeachResult:
         """Add a teaching, correction or directive node, embedded and linked at once.
 
         ``links``: node ids the new node points at (see ``brain.retrieval.teach``).
+        ``embedded``: ``teach_text(prepare_teach(node))`` already embedded, ``node``
+        being that prepared node; otherwise both happen here (embedding outside the lock).
         """
         embedder = self.embedder
-        _learn_dim(embedder)
-        metadata = dict(node.metadata)
-        if node.kind == "correction" and chat_id is not None:
-            with self._lock, contextlib.suppress(NotFound):
-                metadata.setdefault("query", find_trace(self._store, chat_id=chat_id).query)
-            node = replace(node, metadata=metadata)
-        embedded = node.text + ("\n" + str(metadata["query"]) if "query" in metadata else "")
-        vector = embedder.embed([embedded])[0]
+        if embedded is None:
+            node = self.prepare_teach(node, chat_id=chat_id)
+            embedded = self.embed_query(teach_text(node))
         with self._lock:
             index = self._graph_vectors(embedder)
-            return teach(self._store, self._graph, index, node, vector, embedded, chat_id, links)
+            return teach(
+                self._store,
+                self._graph,
+                index,
+                node,
+                embedded.vector,
+                embedded.text,
+                chat_id,
+                links,
+            )
 
     def sync(
         self,
@@ -349,6 +429,27 @@ class Brain:
         owns the index. A sync never switches the database's embedder. ``progress``
         hears files indexed (phase ``index``) and nodes embedded (``embed``).
         """
+        indexed = self.sync_index(
+            workspace, paths, authority, max_chars=max_chars, progress=progress
+        )
+        rows = indexed.new_rows
+        embedded = self.embed_nodes(rows, progress=progress) if embed and rows else 0
+        return indexed.report(embedded)
+
+    def sync_index(
+        self,
+        workspace: str | Path,
+        paths: Sequence[str | Path] = (),
+        authority: Mapping[str, str] | None = None,
+        *,
+        max_chars: int = CHUNK_CHARS,
+        progress: Progress = ignore,
+    ) -> SyncIndexed:
+        """``sync``'s database part: the files indexed as nodes, their new nodes left queued.
+
+        ``embed_nodes(result.new_rows)`` then embeds them (the daemon does so apart
+        from its database threads, since it may wait on a provider).
+        """
         started = time.perf_counter()
         read = read_workspace(workspace, paths, authority, max_chars=max_chars)
         added = kept = moved = removed = edges = 0
@@ -368,10 +469,9 @@ class Brain:
             removed += gone
             if not left:
                 break
-        embedded = self._embed_nodes(new_rows, progress=progress) if embed and new_rows else 0
         with self._lock:
             nodes = workspace_nodes(self._store, read.root)
-        return SyncReport(
+        report = SyncReport(
             workspace=str(read.root),
             files=len(read.files),
             added=added,
@@ -380,13 +480,14 @@ class Brain:
             removed=removed,
             nodes=nodes,
             edges=edges,
-            embedded=embedded,
-            pending=len(new_rows) - embedded,
-            took_ms=round((time.perf_counter() - started) * 1000, 3),
+            embedded=0,
+            pending=len(new_rows),
+            took_ms=0.0,
             refused=read.refused,
         )
+        return SyncIndexed(report, tuple(new_rows), started)
 
-    def _embed_nodes(
+    def embed_nodes(
         self, row_ids: Sequence[int], batch: int = 256, progress: Progress = ignore
     ) -> int:
         """Embed the queued nodes among ``row_ids`` now; how many got a vector.
@@ -559,6 +660,17 @@ class Brain:
             message["id"] = message_id
             return message
 
+    def recall_text(self, session: str) -> str:
+        """The query ``assemble``'s recall runs: the session's newest user message ("" if none)."""
+        with self._lock:
+            row = self._store.one(
+                "SELECT m.content FROM messages m JOIN conversations c "
+                "ON c.id = m.conversation_id WHERE c.session_id = ? AND m.role = 'user' "
+                "AND m.suppressed_at IS NULL ORDER BY m.seq DESC LIMIT 1",
+                (session,),
+            )
+        return str(row[0]).strip()[:RECALL_MAX_QUERY] if row is not None else ""
+
     def assemble(
         self,
         session: str,
@@ -566,6 +678,7 @@ class Brain:
         *,
         recall: RecallMode | None = None,
         summaries_only: bool = False,
+        embedded: EmbeddedQuery | None = None,
     ) -> Assembled:
         """The model-ready context for a session under a token budget.
 
@@ -578,30 +691,26 @@ class Brain:
         ``summaries_only``: only the session's summaries may fire in that query,
         no taught, directive or workspace node (a call under a grant: the grant
         reaches the session, not the graph).
+        ``embedded``: ``recall_text(session)`` already embedded (``embed_query``);
+        otherwise it is read and embedded here, the embedding outside the lock.
         """
         recall = recall or self.config.recall_mode
         if recall == "off":
             with self._lock:
                 return self._assembler.assemble(self._store, session, options)
-        with self._lock:
-            row = self._store.one(
-                "SELECT m.content FROM messages m JOIN conversations c "
-                "ON c.id = m.conversation_id WHERE c.session_id = ? AND m.role = 'user' "
-                "AND m.suppressed_at IS NULL ORDER BY m.seq DESC LIMIT 1",
-                (session,),
-            )
-        text = str(row[0]).strip() if row is not None else ""
+        text = embedded.text if embedded is not None else self.recall_text(session)
         if not text:
             with self._lock:
                 assembled = self._assembler.assemble(self._store, session, options)
             return replace(assembled, recall=RecallReport(recall, None, [], False, 0))
         max_chars = max(1, min(RECALL_MAX_CHARS, options.budget))  # ~a quarter in tokens
         found = self.query(
-            text[:16_384],
+            text,
             chat_id=session,
             options=TraverseOptions(max_chars=max_chars),
             session=session,
             summaries_only=summaries_only,
+            embedded=embedded,
         )
         if recall == "on" and found.context:
             block = f'<recall trace="{found.trace_id}">\n{found.context}\n</recall>'
@@ -666,9 +775,25 @@ class Brain:
     ) -> dict[str, Any]:
         """A cited answer from source messages; see ``brain.recall.expand_query``.
 
-        The database is read under the lock; the model (if any) is called after
-        it is released, so a slow provider never holds up other callers.
+        The database is read under the lock (``draft_answer``); the model (if any) is
+        called after it is released (``synthesize``), so a slow provider never holds up
+        other callers.
         """
+        draft = self.draft_answer(
+            prompt, session=session, summary_ids=summary_ids, query=query, max_tokens=max_tokens
+        )
+        return self.synthesize(draft)
+
+    def draft_answer(
+        self,
+        prompt: str,
+        *,
+        session: str | None,
+        summary_ids: Sequence[str] = (),
+        query: str | None = None,
+        max_tokens: int = 2_000,
+    ) -> Draft:
+        """``expand_query``'s database part: the passages, and the extractive answer over them."""
         with self._lock:
             gathered = gather(
                 self._store,
@@ -677,7 +802,17 @@ class Brain:
                 query=query,
                 scope=self._scope(session),
             )
-        return answer(gathered, max_tokens=max_tokens, chat=self.chat)
+        return Draft(gathered, extract(gathered, max_tokens), max_tokens)
+
+    def synthesize(self, draft: Draft) -> dict[str, Any]:
+        """``expand_query``'s model part (no lock): the chat client's answer, or the draft's.
+
+        The extractive answer when no chat client is set; with ``fallback: true`` when
+        the model fails or gives an answer that cannot be used.
+        """
+        return synthesize(
+            draft.gathered, draft.extractive, max_tokens=draft.max_tokens, chat=self.chat
+        )
 
     def grep(
         self,
@@ -685,13 +820,19 @@ class Brain:
         *,
         session: str | None = None,
         session_key: str | None = None,
+        embedded: EmbeddedQuery | None = None,
     ) -> list[Hit]:
-        """Search one session, a session key's sessions, or (neither given) everything."""
+        """Search one session, a session key's sessions, or (neither given) everything.
+
+        ``embedded``: the query already embedded (``embed_query``) for a semantic or
+        hybrid search; otherwise it is embedded here, outside the lock.
+        """
         embedder = self.embedder
         query_vector = None
         if options.mode in ("semantic", "hybrid"):
-            _learn_dim(embedder)
-            query_vector = embedder.embed([options.query])[0]
+            if embedded is None:
+                embedded = self.embed_query(options.query)
+            query_vector = embedded.vector
             if self.embed_before_search > 0:
                 with self._lock:
                     scope = self._grep_scope(options, session, session_key).conversations
@@ -967,6 +1108,12 @@ class Brain:
         for path in stray_files(store.files_dir, known, self.config.orphan_file_grace_s):
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+def teach_text(node: NewNode) -> str:
+    """What a taught node is embedded as: its text, and for a correction the query it corrects."""
+    metadata = node.metadata
+    return node.text + ("\n" + str(metadata["query"]) if "query" in metadata else "")
 
 
 def _learn_dim(embedder: Embedder) -> None:

@@ -9,6 +9,9 @@ through, is the one place where httpx exceptions and HTTP failures become
 * 429, 5xx, timeouts and transport errors are retried with exponential
   backoff and jitter, honouring ``Retry-After`` (seconds or an HTTP date),
   never waiting longer than ``backoff_max_s``;
+* a whole call (every attempt and every wait between them) ends within
+  ``deadline_s``: each attempt's timeout is cut to what is left, and a retry
+  whose wait would pass it is not made (the call fails with the last error);
 * other 4xx are not retried (the same request would fail the same way);
 * a circuit breaker opens after ``breaker_threshold`` consecutive failed
   calls, refuses calls without touching the network for ``breaker_reset_s``,
@@ -63,12 +66,15 @@ class LLMConfig:
     ``base_url`` ends before ``/chat/completions`` (``http://127.0.0.1:11434/v1``
     for Ollama). ``api_key`` is sent as a bearer token when set and is kept out
     of ``repr``. ``max_retries`` counts retries after the first attempt.
+    ``timeout_s`` bounds one attempt; ``deadline_s`` the whole call, retries
+    and backoff included.
     """
 
     base_url: str
     model: str
     api_key: str | None = field(default=None, repr=False)
     timeout_s: float = 60.0
+    deadline_s: float = 60.0
     max_retries: int = 3
     backoff_base_s: float = 0.5
     backoff_max_s: float = 20.0
@@ -83,6 +89,8 @@ class LLMConfig:
             raise ValueError("LLMConfig.model must not be empty")
         if self.timeout_s <= 0 or self.backoff_base_s < 0 or self.backoff_max_s < 0:
             raise ValueError("LLMConfig timeouts and backoffs must be positive")
+        if not self.deadline_s > 0:
+            raise ValueError("LLMConfig.deadline_s must be positive")
         if self.max_retries < 0 or self.breaker_threshold < 1 or self.breaker_reset_s < 0:
             raise ValueError("LLMConfig retry and breaker settings are out of range")
 
@@ -155,6 +163,8 @@ class ProviderSettings(Protocol):
     @property
     def timeout_s(self) -> float: ...
     @property
+    def deadline_s(self) -> float: ...
+    @property
     def max_retries(self) -> int: ...
     @property
     def backoff_base_s(self) -> float: ...
@@ -194,6 +204,7 @@ class ResilientPoster:
             base_url.rstrip("/") + path,
             api_key=config.api_key,
             timeout_s=config.timeout_s,
+            deadline_s=config.deadline_s,
             max_retries=config.max_retries,
             backoff_base_s=config.backoff_base_s,
             backoff_max_s=config.backoff_max_s,
@@ -217,11 +228,14 @@ class ResilientPoster:
         breaker_threshold: int,
         breaker_reset_s: float,
         label: str,
+        deadline_s: float | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._url = url
+        self._timeout_s = timeout_s
+        self._deadline_s = deadline_s
         self._api_key = api_key
         self._max_retries = max_retries
         self._backoff_base_s = backoff_base_s
@@ -238,6 +252,7 @@ class ResilientPoster:
             timeout=httpx.Timeout(timeout_s), transport=transport, trust_env=False
         )
         self._sleep = sleep
+        self._clock = clock
         self._breaker = _Breaker(breaker_threshold, breaker_reset_s, clock, label)
         self._random = random.Random()  # noqa: S311 - jitter, not secrets; no global state
 
@@ -254,12 +269,13 @@ class ResilientPoster:
         # A half-open trial is one attempt: a provider still down should cost
         # one request, not a whole retry cycle.
         retries = 0 if trial else self._max_retries
+        give_up = None if self._deadline_s is None else self._clock() + self._deadline_s
         settled = False
         try:
             attempt = 0
             while True:
                 attempt += 1
-                outcome = self._attempt(body, parse)
+                outcome = self._attempt(body, parse, self._attempt_timeout(give_up))
                 if not isinstance(outcome, _Failure):
                     self._breaker.succeeded()
                     settled = True
@@ -272,6 +288,11 @@ class ResilientPoster:
                     settled = True
                     raise self._error(outcome, attempt, what)
                 delay = self._delay(attempt, outcome.retry_after)
+                if give_up is not None and self._clock() + delay >= give_up:
+                    # The retry could not finish in time: fail now, not after the wait.
+                    self._breaker.failed()
+                    settled = True
+                    raise self._error(outcome, attempt, what, deadline_s=self._deadline_s)
                 log.warning(
                     "%s call failed (%s); retry %d of %d in %.2fs",
                     self._label,
@@ -289,9 +310,19 @@ class ResilientPoster:
         """Close the connection pool."""
         self._http.close()
 
-    def _attempt(self, body: bytes, parse: Callable[[Any], T]) -> T | _Failure:
+    def _attempt_timeout(self, give_up: float | None) -> float:
+        """This attempt's timeout: ``timeout_s``, cut to what is left of the deadline."""
+        if give_up is None:
+            return self._timeout_s
+        # A floor keeps httpx from treating a spent deadline as "no timeout" (0 is
+        # not None there, but a tiny positive number fails at once, as it should).
+        return max(0.001, min(self._timeout_s, give_up - self._clock()))
+
+    def _attempt(self, body: bytes, parse: Callable[[Any], T], timeout: float) -> T | _Failure:
         try:
-            response = self._http.post(self._url, content=body, headers=self._headers)
+            response = self._http.post(
+                self._url, content=body, headers=self._headers, timeout=httpx.Timeout(timeout)
+            )
         except httpx.TimeoutException:
             return _Failure(None, "timed out", retryable=True)
         except httpx.UnsupportedProtocol as exc:
@@ -339,12 +370,17 @@ class ResilientPoster:
         key = self._api_key
         return text.replace(key, "***") if key else text
 
-    def _error(self, failure: _Failure, attempts: int, what: str) -> ProviderError:
+    def _error(
+        self, failure: _Failure, attempts: int, what: str, *, deadline_s: float | None = None
+    ) -> ProviderError:
         where = f"HTTP {failure.status}" if failure.status is not None else "network"
+        within = "" if deadline_s is None else f" within its {deadline_s:g}s deadline"
+        data: dict[str, Any] = {"status": failure.status, "attempts": attempts}
+        if deadline_s is not None:
+            data["deadline_s"] = deadline_s
         return ProviderError(
-            f"{what} failed after {attempts} attempt(s): {where}: {failure.reason}",
-            status=failure.status,
-            attempts=attempts,
+            f"{what} failed after {attempts} attempt(s){within}: {where}: {failure.reason}",
+            **data,
         )
 
 

@@ -147,7 +147,31 @@ def answer(
     gathered: Gathered, *, max_tokens: int = 2_000, chat: ChatClient | None = None
 ) -> dict[str, Any]:
     """The model part: the extractive answer, or a synthesis over it when ``chat`` is given."""
-    extractive = _extractive(gathered, max_tokens)
+    return synthesize(gathered, extract(gathered, max_tokens), max_tokens=max_tokens, chat=chat)
+
+
+def extract(gathered: Gathered, max_tokens: int = 2_000) -> dict[str, Any]:
+    """The extractive answer: the best passages within ``max_tokens``, in time order, cited.
+
+    Needs neither the database nor a model; it is also what ``expand_query`` answers
+    when the model fails or does not answer in time (with ``fallback: true``).
+    """
+    return _extractive(gathered, max_tokens)
+
+
+def synthesize(
+    gathered: Gathered,
+    extractive: dict[str, Any],
+    *,
+    max_tokens: int = 2_000,
+    chat: ChatClient | None = None,
+) -> dict[str, Any]:
+    """One synthesis call over ``extractive`` (from :func:`extract`), or it unchanged.
+
+    Without ``chat`` or citations, ``extractive`` is the answer. A provider failure,
+    or an answer that is empty, cites none of the given ids or is over the cap, gives
+    ``extractive`` with ``fallback: true``.
+    """
     if chat is None or not extractive["citations"]:
         return extractive
     cited = {c["id"] for c in extractive["citations"]}

@@ -77,9 +77,8 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     queued rows of its scope (up to ``CALL_EMBED_MAX``) before it searches.
     """
     from brain.errors import BrainError
-    from daemon.context import Context
     from daemon.dispatch import Answer, Dispatcher, to_wire
-    from daemon.runner import open_brain
+    from daemon.runner import context_for, open_brain
     from protocol.framing import encode_frame
     from protocol.wire import error_frame
 
@@ -100,7 +99,7 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
             return error_frame(1, to_wire(exc, args.method))
         brain.embed_before_search = CALL_EMBED_MAX
         try:
-            dispatcher = Dispatcher(Context(brain))
+            dispatcher = Dispatcher(context_for(brain, config))
             item = dispatcher.prepare(line)
             if isinstance(item, Answer):
                 return item.frame

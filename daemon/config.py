@@ -47,6 +47,8 @@ class DaemonConfig:
     embedder_chosen: bool = False
     """Whether ``embedder`` was given (flag, environment or file) rather than defaulted:
     only then may ``brain serve`` switch a database whose vectors are another embedder's."""
+    provider_concurrency: int = 8
+    provider_deadline_s: float = 60.0
     brain: BrainConfig = field(default_factory=BrainConfig)
 
     def __post_init__(self) -> None:
@@ -232,6 +234,18 @@ OPTIONS: Final[tuple[Option, ...]] = (
     ),
     Option("embed_dim", "BRAIN_EMBED_DIM", _positive_int, "embedding dimension (else probed)"),
     Option("embed_batch", "BRAIN_EMBED_BATCH", _positive_int, "texts per embedding request"),
+    Option(
+        "provider_concurrency",
+        "BRAIN_PROVIDER_CONCURRENCY",
+        _positive_int,
+        "requests waiting on each provider (LLM, embeddings) at once",
+    ),
+    Option(
+        "provider_deadline_s",
+        "BRAIN_PROVIDER_DEADLINE_S",
+        _positive_float,
+        "longest a request waits on a provider, retries included",
+    ),
 )
 OPTION_BY_KEY: Final = {o.key: o for o in OPTIONS}
 

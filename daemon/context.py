@@ -1,5 +1,6 @@
-"""What a handler gets: the engine, a way to run blocking work off the loop,
-and hooks into the server (write accounting, shutdown)."""
+"""What a handler gets: the engine, ways to run blocking work off the loop
+(database work, and waits on each provider apart from it), and hooks into the
+server (write accounting, shutdown)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import anyio
 from brain import Brain, DatabaseFileLost
 from daemon.compactions import Compactions
 from daemon.embeddings import Embeddings
+from daemon.providers import Provider
 
 T = TypeVar("T")
 
@@ -19,13 +21,28 @@ T = TypeVar("T")
 class Context:
     """Shared state of one daemon process, handed to every handler."""
 
-    def __init__(self, brain: Brain, *, db_threads: int = 4) -> None:
+    def __init__(
+        self,
+        brain: Brain,
+        *,
+        db_threads: int = 4,
+        provider_concurrency: int = 8,
+        provider_deadline_s: float = 60.0,
+    ) -> None:
         self.brain = brain
         self.compactions = Compactions(brain)
         self.embeddings = Embeddings(brain)
         # The engine serialises database access itself; the limiter only bounds
         # how many worker threads may wait on it at once.
         self.db_limiter = anyio.CapacityLimiter(db_threads)
+        # Provider waits never take a database thread: each provider has its own
+        # threads, so a hung LLM holds up neither ingest nor the embedder's callers.
+        self.llm = Provider("LLM", concurrency=provider_concurrency, deadline_s=provider_deadline_s)
+        """Waits on the chat model (``expand_query``'s synthesis)."""
+        self.embedding = Provider(
+            "embedding", concurrency=provider_concurrency, deadline_s=provider_deadline_s
+        )
+        """Waits on the embedder (query vectors for grep, query, teach, recall; sync's nodes)."""
         self.writes = 0
         self._write_listeners: list[Callable[[], None]] = []
         self.lost: DatabaseFileLost | None = None

@@ -1,7 +1,10 @@
 """Method handlers: typed params in, a JSON-ready result out.
 
 Handlers do no validation (params arrive parsed) and no error mapping (the
-dispatcher does it); blocking engine calls go through ``Context.db``.
+dispatcher does it); blocking engine calls go through ``Context.db``. A call
+that needs a provider is split: database work through ``Context.db``, the wait
+on the model or embedder through ``Context.llm`` / ``Context.embedding`` (own
+threads, a deadline), so a hung provider never holds a database thread.
 ``shutdown`` is orchestrated by the server (drain, flush, answer, exit); its
 handler only reports the final save.
 """
@@ -14,12 +17,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from brain import MessageIn
+from brain import MessageIn, ProviderError
 from brain.assemble import AssembleOptions
 from brain.compaction import CompactionReport
 from brain.config import RecallMode
+from brain.engine import teach_text
 from brain.graph import NewNode
 from brain.maintain import MaintainOptions
+from brain.progress import Progress
 from brain.progress import ignore as progress_ignore
 from brain.search import GrepOptions, Mode, Scope
 from brain.traverse import TraverseOptions
@@ -118,12 +123,18 @@ async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
         stubs=params.stubs,
         stub_tokens=params.stub_tokens,
     )
+    recall = _RECALL_MODES.get(params.recall or "") or ctx.brain.config.recall_mode
+    embedded = None
+    if recall != "off":
+        text = await ctx.db(ctx.brain.recall_text, params.session)
+        embedded = await ctx.embedding.run(ctx.brain.embed_query, text)
     result = await ctx.db(
         ctx.brain.assemble,
         params.session,
         options,
-        recall=_RECALL_MODES.get(params.recall or ""),
+        recall=recall,
         summaries_only=granted.current.get(),
+        embedded=embedded,
     )
     # Shallow: dataclasses.asdict deep-copies every message (9 ms of 19 ms at 5k).
     out = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
@@ -171,15 +182,25 @@ async def expand(ctx: Context, params: LookupParams) -> dict[str, Any]:
 
 
 async def expand_query(ctx: Context, params: ExpandQueryParams) -> dict[str, Any]:
-    """A focused answer with citations, walked down from summaries or search hits."""
-    return await ctx.db(
-        ctx.brain.expand_query,
+    """A focused answer with citations, walked down from summaries or search hits.
+
+    The model's synthesis waits in the LLM's threads; past the deadline the answer is
+    the extractive one with ``fallback: true``, as when the model fails.
+    """
+    draft = await ctx.db(
+        ctx.brain.draft_answer,
         params.prompt,
         session=params.session,
         summary_ids=params.summary_ids,
         query=params.query,
         max_tokens=params.max_tokens,
     )
+    if ctx.brain.chat is None or not draft.extractive["citations"]:
+        return draft.extractive
+    try:
+        return await ctx.llm.run(ctx.brain.synthesize, draft)
+    except ProviderError:
+        return {**draft.extractive, "fallback": True}
 
 
 async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
@@ -194,8 +215,16 @@ async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
         limit=params.limit,
     )
     started = time.perf_counter()
+    embedded = None
+    if options.mode in ("semantic", "hybrid"):
+        # Past the deadline: ProviderError (-32007), as when the embedder fails.
+        embedded = await ctx.embedding.run(ctx.brain.embed_query, params.query)
     hits = await ctx.db(
-        ctx.brain.grep, options, session=params.session, session_key=params.session_key
+        ctx.brain.grep,
+        options,
+        session=params.session,
+        session_key=params.session_key,
+        embedded=embedded,
     )
     took_ms = round((time.perf_counter() - started) * 1000, 3)
     result: dict[str, Any] = {
@@ -232,8 +261,14 @@ async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
         threshold=params.threshold,
         max_fired=params.max_fired,
     )
+    embedded = await ctx.embedding.run(ctx.brain.embed_query, params.query)
     result = await ctx.db(
-        ctx.brain.query, params.query, chat_id=params.chat_id, options=options, record=params.record
+        ctx.brain.query,
+        params.query,
+        chat_id=params.chat_id,
+        options=options,
+        record=params.record,
+        embedded=embedded,
     )
     return {
         "trace_id": result.trace_id or None,
@@ -255,7 +290,11 @@ async def teach(ctx: Context, params: TeachParams) -> dict[str, Any]:
         metadata=params.metadata or {},
         dedup_key=params.dedup_key,
     )
-    result = await ctx.db(ctx.brain.teach, node, chat_id=params.chat_id, links=params.links)
+    node = await ctx.db(ctx.brain.prepare_teach, node, chat_id=params.chat_id)
+    embedded = await ctx.embedding.run(ctx.brain.embed_query, teach_text(node))
+    result = await ctx.db(
+        ctx.brain.teach, node, chat_id=params.chat_id, links=params.links, embedded=embedded
+    )
     return dataclasses.asdict(result)
 
 
@@ -280,15 +319,39 @@ async def trace(ctx: Context, params: TraceParams) -> dict[str, Any]:
 
 
 async def sync(ctx: Context, params: SyncParams) -> dict[str, Any]:
-    """Index a workspace's markdown as chunk nodes; new chunks are embedded before the answer."""
-    report = await ctx.db(
-        ctx.brain.sync,
+    """Index a workspace's markdown as chunk nodes; new chunks are embedded before the answer.
+
+    Embedding waits in the embedder's threads; past the deadline the nodes not yet
+    embedded are reported ``pending`` (the background embedder takes them), as when
+    the provider fails.
+    """
+    report = progress.get() or progress_ignore
+    indexed = await ctx.db(
+        ctx.brain.sync_index,
         params.workspace,
         params.paths,
         dict(params.authority) or None,
-        progress=progress.get() or progress_ignore,
+        progress=report,
     )
-    return dataclasses.asdict(report)
+    embedded = 0
+    if indexed.new_rows:
+        waiting = [True]  # an abandoned embedding must not report after the answer
+
+        def embed_progress(done: int, total: int | None, phase: str) -> None:
+            if waiting[0]:
+                report(done, total, phase)
+
+        try:
+            embedded = await ctx.embedding.run(_embed_nodes, ctx, indexed.new_rows, embed_progress)
+        except ProviderError:
+            pass
+        finally:
+            waiting[0] = False
+    return dataclasses.asdict(indexed.report(embedded))
+
+
+def _embed_nodes(ctx: Context, rows: tuple[int, ...], report: Progress) -> int:
+    return ctx.brain.embed_nodes(rows, progress=report)
 
 
 async def bootstrap(ctx: Context, params: BootstrapParams) -> dict[str, Any]:

@@ -92,6 +92,7 @@ def make_embedder(config: DaemonConfig) -> Embedder:
                 dim=config.embed_dim,
                 batch_size=config.embed_batch,
                 timeout_s=config.embed_timeout_s,
+                deadline_s=config.provider_deadline_s,
             )
         )
     return default_embedder()
@@ -115,6 +116,7 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
                 model=config.llm_model,
                 api_key=config.llm_api_key,
                 timeout_s=config.llm_timeout_s,
+                deadline_s=config.provider_deadline_s,
             )
         )
         summarizer = LLMSummarizer(client, config.llm_model)
@@ -129,6 +131,15 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
     if summarizer is not None:
         brain.chat = client
     return brain
+
+
+def context_for(brain: Brain, config: DaemonConfig) -> Context:
+    """The handlers' context for an engine opened from ``config``."""
+    return Context(
+        brain,
+        provider_concurrency=config.provider_concurrency,
+        provider_deadline_s=config.provider_deadline_s,
+    )
 
 
 async def run(
@@ -167,7 +178,7 @@ async def _run(
 ) -> None:
     brain = await anyio.to_thread.run_sync(functools.partial(open_brain, config, serve=True))
     log.info("serving", db=str(brain.path), pid=os.getpid())
-    context = Context(brain)
+    context = context_for(brain, config)
     server = Server(
         Dispatcher(context),
         sink,

@@ -16,6 +16,17 @@ more calls than it planned fails loudly instead of hanging; a server made with
 ``OpenAIServer(embed=HashEmbedder(dim))`` instead answers every ``/v1/embeddings``
 request with that embedder's vectors of the inputs (for a daemon that embeds
 whenever it likes).
+
+:meth:`OpenAIServer.hold` makes every request wait (a hung provider) until
+:meth:`OpenAIServer.release`; :meth:`OpenAIServer.wait_held` waits until a
+number of requests are being held, so a test knows its calls reached the
+provider::
+
+    server.hold()
+    ...send 8 requests...
+    server.wait_held(8)
+    ...assert other work is answered meanwhile...
+    server.release()
 """
 
 from __future__ import annotations
@@ -124,6 +135,10 @@ class OpenAIServer:
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._open = threading.Event()
+        self._open.set()
+        self._held = 0
+        self._held_changed = threading.Condition(self._lock)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True  # a delayed reply must not hold up close()
         # A short poll interval: shutdown() waits for the serving loop's next poll.
@@ -147,12 +162,49 @@ class OpenAIServer:
         with self._lock:
             return len(self._replies)
 
+    def hold(self) -> None:
+        """Make every request wait (without an answer) until :meth:`release`."""
+        self._open.clear()
+
+    def release(self) -> None:
+        """Let held and later requests through."""
+        self._open.set()
+
+    @property
+    def held(self) -> int:
+        """Requests waiting for :meth:`release` now."""
+        with self._lock:
+            return self._held
+
+    def wait_held(self, count: int, timeout: float = 30.0) -> None:
+        """Block until at least ``count`` requests are held; AssertionError after ``timeout``."""
+        with self._held_changed:
+            if not self._held_changed.wait_for(lambda: self._held >= count, timeout):
+                raise AssertionError(f"{self._held} requests held, expected {count}")
+
+    def _wait_open(self) -> bool:
+        """Wait while held; False if the server is closing meanwhile."""
+        if self._open.is_set():
+            return True
+        with self._held_changed:
+            self._held += 1
+            self._held_changed.notify_all()
+        try:
+            while not self._open.wait(0.05):
+                if self._closing.is_set():
+                    return False
+            return True
+        finally:
+            with self._held_changed:
+                self._held -= 1
+                self._held_changed.notify_all()
+
     def start(self) -> OpenAIServer:
         self._thread.start()
         return self
 
     def close(self) -> None:
-        self._closing.set()  # wakes handlers sleeping out a delay
+        self._closing.set()  # wakes handlers sleeping out a delay or held
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -185,6 +237,8 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
             headers = {k.lower(): v for k, v in self.headers.items()}
+            if not server._wait_open():
+                return
             reply = server._take(Recorded("POST", self.path, headers, body))
             if reply.delay and server._closing.wait(reply.delay):
                 return

@@ -286,6 +286,23 @@ def test_retries_give_up_after_max_retries_with_the_last_status(
     assert len(sleeps) == 2
 
 
+def test_a_hung_provider_is_given_up_at_the_deadline_not_the_longer_timeout(
+    server: OpenAIServer,
+) -> None:
+    server.hold()  # answers nothing until released
+    config = OpenAIEmbedderConfig(
+        server.base_url, "e", dim=4, timeout_s=30.0, deadline_s=0.3, max_retries=3
+    )
+    try:
+        with OpenAIEmbedder(config) as embedder, pytest.raises(ProviderError) as raised:
+            embedder.embed(["hello"])
+    finally:
+        server.release()
+
+    assert "within its 0.3s deadline" in str(raised.value)
+    assert raised.value.data["attempts"] == 1
+
+
 @pytest.mark.parametrize("status", [400, 401, 404, 422])
 def test_other_4xx_are_not_retried(
     server: OpenAIServer, make_embedder: EmbedderFactory, sleeps: list[float], status: int

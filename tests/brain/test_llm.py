@@ -226,6 +226,34 @@ def test_a_timeout_followed_by_an_answer_succeeds(
     assert make_client(timeout_s=0.2).complete(MESSAGES) == "on time"
 
 
+def test_a_retry_whose_wait_would_pass_the_deadline_is_not_made(
+    server: OpenAIServer, make_client: ClientFactory, sleeps: list[float]
+) -> None:
+    server.enqueue(Reply.error(429, "slow down", headers={"Retry-After": "15"}), Reply.text("ok"))
+
+    with pytest.raises(ProviderError, match="within its 10s deadline: HTTP 429") as raised:
+        make_client(deadline_s=10.0, backoff_max_s=20.0).complete(MESSAGES)
+
+    assert raised.value.data == {"status": 429, "attempts": 1, "deadline_s": 10.0}
+    assert sleeps == []  # failed at once rather than after a wait it could not use
+    assert len(server.requests) == 1
+
+
+def test_a_hung_provider_is_given_up_at_the_deadline_not_the_longer_timeout(
+    server: OpenAIServer,
+) -> None:
+    server.hold()  # answers nothing until released
+    config = LLMConfig(server.base_url, "m", timeout_s=30.0, deadline_s=0.3, max_retries=3)
+    try:
+        with ChatClient(config) as client, pytest.raises(ProviderError) as raised:
+            client.complete(MESSAGES)
+    finally:
+        server.release()
+
+    assert "within its 0.3s deadline" in str(raised.value)
+    assert raised.value.data["attempts"] == 1
+
+
 def test_connection_errors_are_retried_then_raise_provider_error(
     make_client: ClientFactory, sleeps: list[float]
 ) -> None:
