@@ -1645,6 +1645,132 @@ def bench_maintain_reads(shared: Shared, work: Path) -> Metrics:
     return out
 
 
+# -- provider stall ---------------------------------------------------------------------
+
+
+def _provider_stall_params(s: Settings) -> dict[str, Any]:
+    return {"ingests": s.n(300, 20), "hanging": 8, "warmup": 20}
+
+
+class _BlockingProvider:
+    """An OpenAI-shaped endpoint on loopback that answers nothing until released.
+
+    Every POST (chat completions, embeddings) waits; ``release`` answers the held
+    ones and any later one with 503, so the daemon's waits end as a failure.
+    """
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.released = threading.Event()
+        self._lock = threading.Lock()
+        self.held = 0
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with provider._lock:
+                    provider.held += 1
+                provider.released.wait()
+                body = b'{"error": {"message": "released"}}'
+                with contextlib.suppress(OSError):
+                    self.send_response(503)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.released.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def bench_provider_stall(shared: Shared, work: Path) -> Metrics:
+    """Ingest latency through the daemon, idle and while 8 provider calls hang.
+
+    The daemon's LLM and embeddings endpoint is a loopback server that holds every
+    request. Four ``expand_query`` (waiting on the LLM) and four semantic ``grep``
+    (waiting on the embedder) are sent from threads and left hanging; then
+    one-message ingests into another session are timed one after another.
+    """
+    params = _provider_stall_params(shared.settings)
+    provider = _BlockingProvider()
+    args = [
+        "--llm-base-url", provider.base_url,
+        "--llm-model", "stalled",
+        "--embedder", "openai",
+        "--embed-base-url", provider.base_url,
+        "--embed-model", "stalled",
+        "--embed-dim", "32",
+        "--provider-deadline-s", "600",
+        "--auto-compact", "false",
+    ]  # fmt: skip
+    history = [
+        {"id": f"h{i}", "role": "user", "content": f"the deploy of service {i} failed"}
+        for i in range(20)
+    ]
+    hanging: list[threading.Thread] = []
+    try:
+        with client_daemon(work / "stall.db", work / "daemon.log", args) as client:
+            client.call("ingest", {"session": "s", "messages": history})
+
+            def timed_ingests(prefix: str, count: int) -> list[int]:
+                out = []
+                for i in range(params["warmup"] + count):
+                    message = {"id": f"{prefix}{i}", "role": "user", "content": f"turn {i}"}
+                    t0 = time.perf_counter_ns()
+                    client.call("ingest", {"session": "other", "message": message})
+                    if i >= params["warmup"]:
+                        out.append(time.perf_counter_ns() - t0)
+                return out
+
+            idle = timed_ingests("idle", params["ingests"])
+            held_before = provider.held  # the background embedder's own call
+            calls: list[tuple[str, dict[str, Any]]] = []
+            for _ in range(params["hanging"] // 2):
+                calls.append(("expand_query", {"prompt": "why?", "query": "deploy", "all": True}))
+                calls.append(("grep", {"query": "deploy", "mode": "semantic", "all": True}))
+            for method, call_params in calls:
+
+                def hang(method: str = method, call_params: dict[str, Any] = call_params) -> None:
+                    with contextlib.suppress(Exception):
+                        client.call(method, call_params, timeout=CALL_TIMEOUT_S)
+
+                thread = threading.Thread(target=hang, daemon=True)
+                thread.start()
+                hanging.append(thread)
+            give_up = time.monotonic() + CALL_TIMEOUT_S
+            reached = held_before + len(calls)
+            while provider.held < reached and time.monotonic() < give_up:
+                time.sleep(0.01)
+            stalled = timed_ingests("stall", params["ingests"])
+            hanging_during = provider.held - held_before  # none answered: not released yet
+            provider.released.set()
+            for thread in hanging:
+                thread.join(CALL_TIMEOUT_S)
+    finally:
+        provider.close()
+    return {
+        **latency_metrics(idle, "idle_"),
+        **latency_metrics(stalled, "stalled_"),
+        "provider_calls_hanging": float(hanging_during),
+    }
+
+
 # -- registry, targets, report ----------------------------------------------------------
 
 BENCHES: Final[tuple[Bench, ...]] = (
@@ -1740,6 +1866,13 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "(named in --only: 100k) node graph, and idle",
         _maintain_params,
         bench_maintain_reads,
+    ),
+    Bench(
+        "provider_stall",
+        "ingest p50/p95 through the daemon, idle and while 8 provider calls hang "
+        "(4 expand_query on the LLM, 4 semantic grep on the embedder)",
+        _provider_stall_params,
+        bench_provider_stall,
     ),
 )
 BENCH_BY_NAME: Final = {b.name: b for b in BENCHES}
