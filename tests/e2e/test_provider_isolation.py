@@ -190,3 +190,25 @@ def test_a_one_shot_call_waits_on_a_hung_embedder_no_longer_than_the_deadline(
     error = orjson.loads(done.stdout)["error"]
     assert error["code"] == -32007
     assert error["data"]["deadline_s"] == 1
+
+
+def test_a_sync_past_the_deadline_leaves_its_new_nodes_pending(
+    spawn: Spawn, tmp_path: Path, llm: OpenAIServer, embeddings: OpenAIServer
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "MEMORY.md").write_text("# Deploys\nDeploys run on fridays.\n")
+    args = _provider_args(llm, embeddings, "--provider-deadline-s", "1")
+    daemon = _start(spawn, tmp_path / "sync.db", args)
+    embeddings.hold()
+    try:
+        daemon.send(request_frame("sync", "sync", {"workspace": str(workspace)}))
+        synced = daemon.frame(timeout=15)
+        assert embeddings.held  # answered while the embedder still hangs
+    finally:
+        embeddings.release()
+
+    report = synced["result"]
+    assert report["added"] >= 1
+    assert report["embedded"] == 0
+    assert report["pending"] == report["added"]
