@@ -17,7 +17,15 @@ import orjson
 import pytest
 
 from brain.embedders import HashEmbedder
-from tests.e2e.conftest import BRAIN, DEADLINE, Daemon, Spawn, module_argv, request_frame
+from tests.e2e.conftest import (
+    BRAIN,
+    DEADLINE,
+    Daemon,
+    Spawn,
+    module_argv,
+    request_frame,
+    serve_argv,
+)
 from tests.openai_server import OpenAIServer, Reply
 
 DIM = 32
@@ -175,6 +183,11 @@ def test_a_one_shot_call_waits_on_a_hung_embedder_no_longer_than_the_deadline(
     db = tmp_path / "oneshot.db"
     args = _provider_args(llm, embeddings, "--provider-deadline-s", "1")
     params = orjson.dumps({"query": "cats", "mode": "semantic", "all": True}).decode()
+    # Only brain serve creates a database: a first one with no input makes it and exits.
+    created = subprocess.run(
+        serve_argv(db, *args), input=b"", capture_output=True, timeout=DEADLINE, check=False
+    )
+    assert created.returncode == 0, created.stderr.decode()
     embeddings.hold()
     try:
         done = subprocess.run(
