@@ -24,8 +24,11 @@ DEADLINE = 10.0
 
 
 # A callback that holds the event loop this long fails the test (STYLE 6): the
-# daemon must do blocking work in threads. Generous, so a busy CI box is not flaky.
-BLOCKING_THRESHOLD_S = 0.25
+# daemon must do blocking work in threads. asyncio measures wall time, so on a
+# loaded 2-core box a descheduled 20 ms callback can read as 0.3 s (seen when
+# several suites shared the machine); the blocking work this is for (an SQLite
+# scan, a provider wait) still takes far longer than this.
+BLOCKING_THRESHOLD_S = 1.0
 
 
 def _loop_factory() -> asyncio.AbstractEventLoop:
