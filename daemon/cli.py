@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
 
 import anyio
@@ -53,19 +54,24 @@ def _serve(config: DaemonConfig, args: argparse.Namespace) -> int:
     from daemon.notify import Notifier
     from daemon.runner import run
     from daemon.stdio import StdinSource, StdoutSink, claim_stdout
+    from daemon.stopping import GRACE_S, exit_now_if_stuck
 
     notifier = Notifier.from_environ()  # read and unset $NOTIFY_SOCKET before anything forks
     sink = StdoutSink(claim_stdout())
+    code = 1
     try:
-        return anyio.run(run, config, StdinSource(0), sink, notifier)
+        code = anyio.run(partial(run, backstop=True), config, StdinSource(0), sink, notifier)
     except BrainError as exc:  # cannot open the database, etc.: the message says it all
         log.error("daemon failed", error=str(exc))
-        return 1
     except Exception:  # anything else is a bug: keep its traceback
         log.exception("daemon failed")
-        return 1
     finally:
-        sink.close()
+        # Bounded: a client that stopped reading must not hold the exit.
+        sink.close(GRACE_S)
+    # Worker threads abandoned at shutdown (stuck on a lock, a provider) would
+    # keep the interpreter alive; everything committed is committed by now.
+    exit_now_if_stuck(code)
+    return code
 
 
 def _call(config: DaemonConfig, args: argparse.Namespace) -> int:

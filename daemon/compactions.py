@@ -67,9 +67,9 @@ class Compactions:
         self._tg.start_soon(self._background, session)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a compaction call in a compaction thread."""
+        """Run a compaction call in a compaction thread (abandoned, not awaited, if cancelled)."""
         call = functools.partial(fn, *args, **kwargs)
-        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(call, limiter=self._limiter, abandon_on_cancel=True)
 
     async def _background(self, session: str) -> None:
         try:

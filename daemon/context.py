@@ -14,6 +14,7 @@ from brain import Brain, DatabaseFileLost
 from daemon.compactions import Compactions
 from daemon.embeddings import Embeddings
 from daemon.providers import Provider
+from daemon.stopping import Shutdown
 
 T = TypeVar("T")
 
@@ -28,8 +29,11 @@ class Context:
         db_threads: int = 4,
         provider_concurrency: int = 8,
         provider_deadline_s: float = 60.0,
+        shutdown: Shutdown | None = None,
     ) -> None:
         self.brain = brain
+        # The stop's deadline, shared by the server and the ``shutdown`` handler.
+        self.shutdown = shutdown or Shutdown(30.0)
         self.compactions = Compactions(brain)
         self.embeddings = Embeddings(brain)
         # The engine serialises database access itself; the limiter only bounds
@@ -50,9 +54,14 @@ class Context:
         self._lost_listeners: list[Callable[[], None]] = []
 
     async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run blocking engine work in a worker thread; the event loop stays free."""
+        """Run blocking engine work in a worker thread; the event loop stays free.
+
+        Cancelling the caller abandons the thread instead of waiting for it: a
+        thread blocked for good (another process's write lock) must not keep a
+        stopping daemon alive. Whatever it commits later is committed all the same.
+        """
         call = functools.partial(fn, *args, **kwargs)
-        return await anyio.to_thread.run_sync(call, limiter=self.db_limiter)
+        return await anyio.to_thread.run_sync(call, limiter=self.db_limiter, abandon_on_cancel=True)
 
     def note_write(self) -> None:
         """Count an acknowledged write (drives auto-save)."""

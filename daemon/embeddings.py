@@ -60,8 +60,12 @@ class Embeddings:
             )
             try:
                 while not self._stopped:
+                    # Abandoned if cancelled: a hung provider must not hold up a stop.
                     n = await anyio.to_thread.run_sync(
-                        self.brain.embed_pending, self.batch, limiter=self._limiter
+                        self.brain.embed_pending,
+                        self.batch,
+                        limiter=self._limiter,
+                        abandon_on_cancel=True,
                     )
                     if n == 0:
                         break

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from brain import MessageIn, ProviderError
 from brain.assemble import AssembleOptions
 from brain.compaction import CompactionReport
@@ -470,9 +472,16 @@ async def reload(ctx: Context, params: NoParams) -> dict[str, Any]:
 
 
 async def shutdown(ctx: Context, params: NoParams) -> dict[str, Any]:
-    """Runs after the server has drained in-flight requests: flush, then answer."""
-    result = await ctx.db(ctx.brain.save)
-    return {"ok": True, "saved": dataclasses.asdict(result)}
+    """Runs after in-flight requests finished or were abandoned: flush, then answer.
+
+    The flush is bounded too (``Shutdown.bound``): a thread abandoned while it
+    holds the engine would make it wait forever. ``saved`` is then null, which
+    loses nothing: every acknowledged write is committed, in the WAL.
+    """
+    saved: dict[str, Any] | None = None
+    with anyio.move_on_after(ctx.shutdown.bound()):
+        saved = dataclasses.asdict(await ctx.db(ctx.brain.save))
+    return {"ok": True, "saved": saved, "abandoned": ctx.shutdown.abandoned}
 
 
 def _message_in(m: Message) -> MessageIn:

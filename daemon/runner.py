@@ -29,6 +29,7 @@ from daemon.dispatch import Dispatcher
 from daemon.logs import log
 from daemon.notify import Notifier
 from daemon.server import ByteSource, FrameSink, Server
+from daemon.stopping import Shutdown
 
 
 class AutoSaver:
@@ -133,22 +134,30 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
     return brain
 
 
-def context_for(brain: Brain, config: DaemonConfig) -> Context:
+def context_for(brain: Brain, config: DaemonConfig, shutdown: Shutdown | None = None) -> Context:
     """The handlers' context for an engine opened from ``config``."""
     return Context(
         brain,
         provider_concurrency=config.provider_concurrency,
         provider_deadline_s=config.provider_deadline_s,
+        shutdown=shutdown,
     )
 
 
 async def run(
-    config: DaemonConfig, source: ByteSource, sink: FrameSink, notifier: Notifier | None = None
+    config: DaemonConfig,
+    source: ByteSource,
+    sink: FrameSink,
+    notifier: Notifier | None = None,
+    *,
+    backstop: bool = False,
 ) -> int:
     """Serve one database until EOF, ``shutdown`` or SIGTERM/SIGINT; return the exit code.
 
     ``notifier`` tells systemd when the daemon is ready, alive and stopping
     (``brain serve`` passes one built from its environment; none: silent).
+    ``backstop``: end the process if stopping overruns its bound (``brain
+    serve`` only; never in a test's interpreter).
     """
     notifier = notifier or Notifier(None)
     failure: Exception | None = None
@@ -158,7 +167,7 @@ async def run(
             # the service stops, so a slow open or a slow close must still ping.
             watchdog.start_soon(notifier.watchdog)
             try:
-                await _run(config, source, sink, notifier)
+                await _run(config, source, sink, notifier, backstop)
             except Exception as exc:
                 # Raised below, outside the group, so callers see the error itself
                 # ("cannot open database") rather than an ExceptionGroup around it.
@@ -174,17 +183,17 @@ async def run(
 
 
 async def _run(
-    config: DaemonConfig, source: ByteSource, sink: FrameSink, notifier: Notifier
+    config: DaemonConfig, source: ByteSource, sink: FrameSink, notifier: Notifier, backstop: bool
 ) -> None:
     brain = await anyio.to_thread.run_sync(functools.partial(open_brain, config, serve=True))
     log.info("serving", db=str(brain.path), pid=os.getpid())
-    context = context_for(brain, config)
+    shutdown = Shutdown(config.shutdown_timeout_s, backstop=backstop)
+    context = context_for(brain, config, shutdown)
     server = Server(
         Dispatcher(context),
         sink,
         max_line=config.max_line_bytes,
         max_inflight=config.max_inflight,
-        shutdown_timeout_s=config.shutdown_timeout_s,
         on_stop=lambda reason: notifier.stopping(f"stopping: {reason}"),
     )
     saver = AutoSaver(context, config.autosave_writes, config.autosave_seconds)
@@ -207,9 +216,16 @@ async def _run(
             context.embeddings.stop()
             tg.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(config.shutdown_timeout_s):
-            await anyio.to_thread.run_sync(brain.close)
-    log.info("closed", db=str(brain.path), writes=context.writes)
+        shutdown.begin()  # also when serving ended by an error: the close is bounded all the same
+        closed = False
+        with anyio.CancelScope(shield=True), anyio.move_on_after(shutdown.bound()):
+            # Abandoned on timeout: a worker thread stuck inside the engine holds
+            # its lock, and the close would wait for it forever.
+            await anyio.to_thread.run_sync(brain.close, abandon_on_cancel=True)
+            closed = True
+        if not closed:
+            log.warning("engine close timed out; committed work is in the WAL", db=str(brain.path))
+    log.info("closed", db=str(brain.path), writes=context.writes, abandoned=shutdown.abandoned)
     if context.lost is not None:
         raise context.lost
 

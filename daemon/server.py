@@ -11,8 +11,10 @@ memory stream in tests), line framing (``protocol.framing``) and a dispatcher.
 * At most ``max_inflight`` requests run at once; beyond that the loop stops
   reading, which pushes back on the client through the pipe.
 * Stopping (EOF, ``shutdown``, a signal): stop reading, answer lines already
-  read with "shutting down", let in-flight requests finish (bounded by
-  ``shutdown_timeout_s``), and return.
+  read with "shutting down", let in-flight requests finish, and return. The
+  wait is bounded by ``shutdown_timeout_s`` (``daemon.stopping``): requests
+  still running then are abandoned, each answered -32006 (their worker
+  threads are not waited for), and ``shutdown`` is answered all the same.
 """
 
 from __future__ import annotations
@@ -59,13 +61,12 @@ class Server:
         *,
         max_line: int,
         max_inflight: int = 1024,
-        shutdown_timeout_s: float = 30.0,
         on_stop: Callable[[str], object] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.sink = sink
         self.max_line = max_line
-        self.shutdown_timeout_s = shutdown_timeout_s
+        self.shutdown = dispatcher.context.shutdown
         self._slots = anyio.Semaphore(max_inflight)
         self._lanes: dict[str, anyio.Event] = {}
         self._inflight = 0
@@ -73,7 +74,9 @@ class Server:
         self._idle.set()
         self._stopping = False
         self._recv_scope: anyio.CancelScope | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._tg: anyio.abc.TaskGroup | None = None  # requests
+        self._outer: anyio.abc.TaskGroup | None = None  # the answer to ``shutdown``
+        self._work_done = anyio.Event()
         self.stop_reason: str | None = None
         # Called once, with the reason, when the server stops reading (systemd's STOPPING=1).
         self._on_stop = on_stop
@@ -81,17 +84,26 @@ class Server:
 
     async def serve(self, source: ByteSource) -> None:
         """Answer requests until EOF, ``shutdown`` or ``stop()``; return when drained."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            await self._read(source)
-            if self.stop_reason is None:
-                self._begin_stop("eof")
-            await self._drain(source)
-            with anyio.move_on_after(self.shutdown_timeout_s) as bounded:
-                await self._wait_idle()
-            if bounded.cancelled_caught:
-                log.warning("shutdown timeout: cancelling in-flight requests", count=self._inflight)
-                tg.cancel_scope.cancel()
+        async with anyio.create_task_group() as outer:
+            self._outer = outer
+            async with anyio.create_task_group() as work:
+                self._tg = work
+                await self._read(source)
+                if self.stop_reason is None:
+                    self._begin_stop("eof")
+                with anyio.move_on_after(self.shutdown.remaining()):
+                    await self._drain(source)
+                with anyio.move_on_after(self.shutdown.remaining()):
+                    await self._wait_idle()
+                if self._inflight > 0:
+                    # Their threads may never return (a lock another process holds,
+                    # a hung provider): answer, stop waiting, let the process exit.
+                    self.shutdown.abandoned = self._inflight
+                    log.warning(
+                        "shutdown timeout: abandoning in-flight requests", count=self._inflight
+                    )
+                    work.cancel_scope.cancel()
+            self._work_done.set()
         log.info("stopped", reason=self.stop_reason)
 
     def stop(self, reason: str) -> None:
@@ -104,6 +116,7 @@ class Server:
     def _begin_stop(self, reason: str) -> None:
         self._stopping = True
         self.stop_reason = reason
+        self.shutdown.begin()
         if self._on_stop is not None:
             self._on_stop(reason)
 
@@ -165,8 +178,8 @@ class Server:
             return
         if item.request.method == "shutdown":
             self.stop("shutdown")
-            assert self._tg is not None
-            self._tg.start_soon(self._finish_shutdown, item)
+            assert self._outer is not None
+            self._outer.start_soon(self._finish_shutdown, item)
             return
         await self._slots.acquire()
         lane = item.lane
@@ -183,12 +196,17 @@ class Server:
     # -- running --------------------------------------------------------------
 
     async def _run(self, call: Call, previous: anyio.Event | None, mine: anyio.Event) -> None:
+        started = False
         try:
             if previous is not None:
                 await previous.wait()
+            started = True
             frame = await self.dispatcher.execute(call, self.sink.send)
             if frame is not None:
                 await self.sink.send(frame)
+        except anyio.get_cancelled_exc_class():
+            await self._answer_abandoned(call, started)
+            raise
         finally:
             mine.set()
             if call.lane is not None and self._lanes.get(call.lane) is mine:
@@ -196,9 +214,24 @@ class Server:
             self._slots.release()
             self._done()
 
+    async def _answer_abandoned(self, call: Call, started: bool) -> None:
+        """Answer a request cancelled by the shutdown bound (every line gets an answer)."""
+        error = wire.ShuttingDown(
+            "shutting down: abandoned after shutdown_timeout_s; it may or may not have applied"
+            if started
+            else None,
+            {"abandoned": True} if started else None,
+        )
+        answer = self.dispatcher.reject(call, error)
+        if answer.frame is None:
+            return
+        with anyio.CancelScope(shield=True) as scope:
+            scope.deadline = anyio.current_time() + self.shutdown.grace_s
+            await self.sink.send(answer.frame)
+
     async def _finish_shutdown(self, call: Call) -> None:
-        """Answer ``shutdown`` after every other in-flight request has finished."""
-        await self._wait_idle()
+        """Answer ``shutdown`` once every other request has finished or been abandoned."""
+        await self._work_done.wait()
         frame = await self.dispatcher.execute(call)
         if frame is not None:
             await self.sink.send(frame)

@@ -18,6 +18,7 @@ from daemon.context import Context
 from daemon.dispatch import Dispatcher
 from daemon.handlers import Handler
 from daemon.server import Server
+from daemon.stopping import Shutdown
 from protocol.framing import encode_frame
 
 DEADLINE = 10.0
@@ -130,11 +131,13 @@ async def start(
     handlers: dict[str, Handler] | None = None,
     max_line: int = 1 << 20,
     max_inflight: int = 64,
+    shutdown_timeout_s: float = 30.0,
 ) -> Harness:
     """Start a server in ``tg`` and return its harness."""
     source, sink = MemorySource(), MemorySink()
+    context = Context(engine, shutdown=Shutdown(shutdown_timeout_s))
     server = Server(
-        Dispatcher(Context(engine), handlers), sink, max_line=max_line, max_inflight=max_inflight
+        Dispatcher(context, handlers), sink, max_line=max_line, max_inflight=max_inflight
     )
     harness = Harness(server, source, sink)
 

@@ -262,6 +262,55 @@ async def test_stop_finishes_in_flight_work_and_returns(engine: Brain) -> None:
         assert harness.server.stop_reason == "SIGTERM"
 
 
+async def test_shutdown_is_answered_after_the_bound_when_a_request_never_finishes(
+    engine: Brain,
+) -> None:
+    async def stuck_info(ctx: Context, params: Any) -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    handlers = dict(HANDLERS)
+    handlers["info"] = Handler(stuck_info, lambda p: None)
+    async with anyio.create_task_group() as tg:
+        harness = await start(tg, engine, handlers=handlers, shutdown_timeout_s=0.1)
+        await harness.write({"id": 1, "method": "info"}, {"id": 2, "method": "shutdown"})
+        stuck, done = await harness.read_n(2)
+        assert stuck["id"] == 1
+        assert stuck["error"]["code"] == -32006
+        assert stuck["error"]["data"] == {"abandoned": True}
+        assert done["id"] == 2
+        assert done["result"]["ok"] is True
+        assert done["result"]["abandoned"] == 1
+        assert done["result"]["saved"]["checkpointed_frames"] >= 0  # the flush ran
+        await harness.wait_finished()
+
+
+async def test_a_request_waiting_behind_a_stuck_one_is_refused_not_abandoned(
+    engine: Brain,
+) -> None:
+    async def stuck_ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    handlers = dict(HANDLERS)
+    handlers["ingest"] = Handler(stuck_ingest, lambda p: f"session:{p.session}", mutates=True)
+    message = {"role": "user", "content": "x"}
+    async with anyio.create_task_group() as tg:
+        harness = await start(tg, engine, handlers=handlers, shutdown_timeout_s=0.1)
+        await harness.write(
+            *(
+                {"id": i, "method": "ingest", "params": {"session": "s", "message": message}}
+                for i in (1, 2)
+            )
+        )
+        await anyio.wait_all_tasks_blocked()
+        harness.server.stop("SIGTERM")
+        frames = {f["id"]: f for f in await harness.read_n(2)}
+        assert frames[1]["error"]["data"] == {"abandoned": True}
+        assert frames[2]["error"] == {"code": -32006, "message": "shutting down"}
+        await harness.wait_finished()
+
+
 async def test_eof_without_final_newline_still_answers_the_last_line(running: Harness) -> None:
     await running.write(b'{"id": 1, "method": "ping"}')
     await running.eof()

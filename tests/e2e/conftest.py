@@ -259,3 +259,20 @@ def opened(db: Path) -> Iterator[Brain]:
         yield engine
     finally:
         engine.close()
+
+
+@contextlib.contextmanager
+def write_lock_held(db: Path) -> Iterator[None]:
+    """Another process holds SQLite's write lock on ``db`` until the block ends.
+
+    The test process is that other process (as ``brain maintain`` or a second
+    daemon would be): a daemon's write then waits in SQLite's busy handler,
+    inside the engine, for as long as its ``busy_timeout_ms`` allows.
+    """
+    conn = apsw.Connection(str(db))
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()

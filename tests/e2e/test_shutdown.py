@@ -13,6 +13,7 @@ from protocol import errors
 from protocol.client import Client
 from tests.e2e.conftest import (
     DEADLINE,
+    Daemon,
     Spawn,
     ingest_frame,
     integrity,
@@ -20,7 +21,11 @@ from tests.e2e.conftest import (
     serve_argv,
     stored_client_ids,
     user_message,
+    write_lock_held,
 )
+
+STUCK = ("--busy-timeout-ms", "600000", "--shutdown-timeout-s", "1")
+"""A write waits ten minutes for a lock, the stop only a second for in-flight work."""
 
 
 def _closed_cleanly(db: Path) -> bool:
@@ -132,3 +137,50 @@ def test_every_line_already_sent_after_shutdown_is_answered_even_past_one_read(
     refused = [a for a in answers if a["id"] != "bye"]
     assert len(refused) == 5000
     assert {a["error"]["code"] for a in refused} == {errors.ShuttingDown.CODE}
+
+
+def _stuck_ingest(daemon: Daemon) -> None:
+    """Send an ingest that blocks inside the engine (the write lock is held elsewhere).
+
+    The ping behind it is answered once both lines were read, so the ingest
+    has been accepted and is waiting for the lock, holding the engine.
+    """
+    daemon.send(ingest_frame("stuck", "s", [user_message(1)]) + request_frame("p", "ping"))
+    assert daemon.frame()["id"] == "p"
+
+
+def test_sigterm_exits_while_a_write_is_stuck_on_a_lock_and_keeps_what_was_committed(
+    db_path: Path, spawn: Spawn
+) -> None:
+    daemon = spawn(serve_argv(db_path, *STUCK))
+    assert daemon.call("first", "ingest", {"session": "s", "message": user_message(0)})["result"]
+    with write_lock_held(db_path):
+        _stuck_ingest(daemon)
+        daemon.proc.send_signal(signal.SIGTERM)
+        # Exits while the lock is still held: the stuck thread is not waited for.
+        assert daemon.wait() == 0
+        answers = daemon.rest()
+    assert [a["id"] for a in answers] == ["stuck"]
+    assert answers[0]["error"]["code"] == errors.ShuttingDown.CODE
+    assert answers[0]["error"]["data"] == {"abandoned": True}
+    assert stored_client_ids(db_path, "s") == ["m0000"]
+    assert integrity(db_path) == [("ok",)]
+
+
+def test_shutdown_is_answered_while_a_write_is_stuck_and_reports_it_abandoned(
+    db_path: Path, spawn: Spawn
+) -> None:
+    daemon = spawn(serve_argv(db_path, *STUCK))
+    assert daemon.call("first", "ingest", {"session": "s", "message": user_message(0)})["result"]
+    with write_lock_held(db_path):
+        _stuck_ingest(daemon)
+        daemon.send(request_frame("bye", "shutdown"))
+        answers = {a["id"]: a for a in daemon.frames(2)}
+        assert daemon.wait() == 0
+        assert daemon.rest() == []
+    assert answers["stuck"]["error"]["code"] == errors.ShuttingDown.CODE
+    # The stuck thread holds the engine, so the final flush could not run: nothing is
+    # lost by that, every acknowledged write is committed in the WAL.
+    assert answers["bye"]["result"] == {"ok": True, "saved": None, "abandoned": 1}
+    assert stored_client_ids(db_path, "s") == ["m0000"]
+    assert integrity(db_path) == [("ok",)]
