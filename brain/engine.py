@@ -602,6 +602,14 @@ class Brain:
 
     # -- reads --------------------------------------------------------------
 
+    def probe(self) -> None:
+        """The cheapest read that needs what every request needs: the engine lock and the file.
+
+        The daemon's watchdog runs it: while it cannot complete, no request can.
+        """
+        with self._lock:
+            self._store.scalar("SELECT count(*) FROM (SELECT 1 FROM meta LIMIT 1)")
+
     def info(self) -> Info:
         """Counts of what is stored (always read fresh, so other processes' commits show)."""
         with self._lock:

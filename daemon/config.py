@@ -31,6 +31,7 @@ class DaemonConfig:
     autosave_writes: int = 1000
     autosave_seconds: float = 30.0
     shutdown_timeout_s: float = 30.0
+    watchdog_stall_s: float = 60.0
     log_level: str = "info"
     log_format: LogFormat = "console"
     llm_base_url: str | None = None
@@ -134,7 +135,13 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "shutdown_timeout_s",
         "BRAIN_SHUTDOWN_TIMEOUT_S",
         _positive_float,
-        "bound on the final flush",
+        "bound on finishing in-flight requests when stopping",
+    ),
+    Option(
+        "watchdog_stall_s",
+        "BRAIN_WATCHDOG_STALL_S",
+        _positive_float,
+        "withhold systemd's WATCHDOG=1 once no database work completed for this long",
     ),
     Option(
         "log_level", "BRAIN_LOG_LEVEL", _choice("debug", "info", "warning", "error"), "log level"

@@ -8,7 +8,9 @@ else it kills the service (and ``Restart=on-failure`` starts it again).
 
 The watchdog pings come from a task on the daemon's own event loop, not from a
 thread: a loop that is stuck (a blocking call where an ``await`` should be)
-stops the pings, which is exactly what the watchdog is there to catch.
+stops the pings, which is exactly what the watchdog is there to catch. A live
+loop is not enough: while ``healthy`` (``daemon.health``: can database work
+still complete?) says no, the pings are withheld as well.
 
 Without ``$NOTIFY_SOCKET`` every method is a no-op. A failed send is logged
 once and never raised: a notification that cannot be delivered must not take
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Final
 
 import anyio
@@ -78,6 +80,8 @@ class Notifier:
         self._socket: socket.socket | None = None
         self._failed = False
         self._stopping = False
+        self.healthy: Callable[[], bool] | None = None
+        """Asked before each ``WATCHDOG=1``; False withholds it (None: always healthy)."""
 
     @classmethod
     def from_environ(
@@ -138,11 +142,19 @@ class Notifier:
         self.notify(f"STATUS={text}")
 
     async def watchdog(self) -> None:
-        """Ping every half watchdog period until cancelled; returns at once if off."""
+        """Ping every half watchdog period while healthy, until cancelled; off: return at once."""
         if self.watchdog_s is None:
             return
+        withheld = False
         while True:
-            self.notify("WATCHDOG=1")
+            if self.healthy is None or self.healthy():
+                if withheld:
+                    withheld = False
+                    self.status("serving")
+                self.notify("WATCHDOG=1")
+            elif not withheld:
+                withheld = True
+                self.status("stalled: database work does not complete")
             await anyio.sleep(self.watchdog_s)
 
     def close(self) -> None:

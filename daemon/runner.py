@@ -26,6 +26,7 @@ from brain.embedders import (
 from daemon.config import DaemonConfig
 from daemon.context import Context
 from daemon.dispatch import Dispatcher
+from daemon.health import EngineProbe
 from daemon.logs import log
 from daemon.notify import Notifier
 from daemon.server import ByteSource, FrameSink, Server
@@ -208,10 +209,17 @@ async def _run(
             context.compactions.attach(tg)
             context.on_write(context.embeddings.request)
             tg.start_soon(context.embeddings.run)
+            if notifier.watchdog_s is not None:
+                probe = EngineProbe(context, config.watchdog_stall_s)
+                tg.start_soon(probe.run)
+                notifier.healthy = probe.healthy
             # The engine is open and nothing stands between the source and the
             # dispatcher any more: the next line read gets an answer.
             notifier.ready(f"serving {brain.path}")
             await server.serve(source)
+            # Stopping: the bounded close follows, and systemd's watchdog keeps
+            # running meanwhile; a probe stuck behind abandoned work must not end it.
+            notifier.healthy = None
             brain.stop_compactions()
             context.embeddings.stop()
             tg.cancel_scope.cancel()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Iterator
@@ -114,3 +115,36 @@ async def test_the_watchdog_task_pings_until_cancelled(
             assert await anyio.to_thread.run_sync(receiver.recv, 4096) == b"WATCHDOG=1"
         tg.cancel_scope.cancel()
     notifier.close()
+
+
+@pytest.mark.anyio
+async def test_the_watchdog_withholds_pings_while_unhealthy_and_says_why(
+    abstract_socket: tuple[str, socket.socket],
+) -> None:
+    value, receiver = abstract_socket
+    notifier = Notifier.from_environ({"NOTIFY_SOCKET": value, "WATCHDOG_USEC": "2000"}, pid=7)
+    healthy = [True, False, False, False, True]
+    ticks = anyio.Event()
+
+    def health() -> bool:
+        if len(healthy) == 1:
+            ticks.set()
+        return healthy.pop(0) if len(healthy) > 1 else healthy[0]
+
+    notifier.healthy = health
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(notifier.watchdog)
+        await ticks.wait()
+        tg.cancel_scope.cancel()
+    notifier.close()
+    receiver.setblocking(False)
+    datagrams = []
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            datagrams.append(receiver.recv(4096))
+    assert datagrams[:4] == [
+        b"WATCHDOG=1",
+        b"STATUS=stalled: database work does not complete",
+        b"STATUS=serving",
+        b"WATCHDOG=1",
+    ]

@@ -270,6 +270,7 @@ def write_lock_held(db: Path) -> Iterator[None]:
     inside the engine, for as long as its ``busy_timeout_ms`` allows.
     """
     conn = apsw.Connection(str(db))
+    conn.set_busy_timeout(int(DEADLINE * 1000))  # the daemon may be mid-write (start-up)
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield

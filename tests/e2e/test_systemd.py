@@ -25,7 +25,16 @@ import orjson
 import pytest
 
 from protocol.framing import encode_frame
-from tests.e2e.conftest import BRAIN, DEADLINE, Spawn, request_frame, serve_argv
+from tests.e2e.conftest import (
+    BRAIN,
+    DEADLINE,
+    Spawn,
+    ingest_frame,
+    request_frame,
+    serve_argv,
+    user_message,
+    write_lock_held,
+)
 
 UNITS = Path(__file__).resolve().parent.parent.parent / "systemd"
 
@@ -92,6 +101,55 @@ def test_the_daemon_is_ready_before_it_answers_pings_its_watchdog_and_says_it_is
     stopping = [d for d in late if d.startswith(b"STOPPING=1")]
     assert stopping == [b"STOPPING=1\nSTATUS=stopping: shutdown"]
     assert not any(b"READY=1" in d for d in late)
+
+
+def _quiet_spell(sock: socket.socket, quiet_s: float) -> list[bytes] | None:
+    """Datagrams read until ``quiet_s`` passed without a ``WATCHDOG=1`` (None: never quiet)."""
+    give_up = time.monotonic() + DEADLINE
+    last = time.monotonic()
+    seen: list[bytes] = []
+    try:
+        while time.monotonic() < give_up:
+            sock.settimeout(max(0.01, quiet_s - (time.monotonic() - last)))
+            try:
+                datagram = sock.recv(4096)
+            except TimeoutError:
+                return seen
+            seen.append(datagram)
+            if datagram == b"WATCHDOG=1":
+                last = time.monotonic()
+        return None
+    finally:
+        sock.settimeout(DEADLINE)
+
+
+def test_the_watchdog_stops_while_database_work_cannot_complete_and_resumes_after(
+    tmp_path: Path,
+    spawn: Spawn,
+    notify_socket: socket.socket,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WATCHDOG_USEC", "200000")  # a ping every 0.1 s
+    db = tmp_path / "d.db"
+    argv = serve_argv(db, "--watchdog-stall-s", "0.5", "--busy-timeout-ms", "600000")
+    daemon = spawn(argv)
+    assert daemon.call(1, "ping")["result"] == {"pong": True}
+    while notify_socket.recv(4096) != b"WATCHDOG=1":
+        pass
+    with write_lock_held(db):
+        # The ingest waits for the lock inside the engine; the loop still answers.
+        daemon.send(ingest_frame("stuck", "s", [user_message(0)]) + request_frame(2, "ping"))
+        assert daemon.frame()["id"] == 2
+        # Thirty ping periods, six stall periods without a WATCHDOG=1: systemd would kill.
+        seen = _quiet_spell(notify_socket, 3.0)
+        assert seen is not None, "WATCHDOG=1 kept coming with the engine stuck"
+        assert b"STATUS=stalled: database work does not complete" in seen
+    assert daemon.frame()["id"] == "stuck"  # the lock is free: the write completes
+    while notify_socket.recv(4096) != b"WATCHDOG=1":  # and the pings come back
+        pass
+    code, _ = daemon.finish()
+    assert code == 0
+    assert "engine stalled" in daemon.stderr()
 
 
 def test_end_of_input_is_announced_as_stopping(
