@@ -28,6 +28,8 @@ class DaemonConfig:
     db: Path
     max_line_bytes: int = 16 * 1024 * 1024
     max_inflight: int = 1024
+    max_queued_request_bytes: int = 64 * 1024 * 1024
+    max_unread_output_bytes: int = 16 * 1024 * 1024
     autosave_writes: int = 1000
     autosave_seconds: float = 30.0
     shutdown_timeout_s: float = 30.0
@@ -125,6 +127,18 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option("db", "BRAIN_DB", lambda s: Path(s).expanduser(), "database file"),
     Option("max_line_bytes", "BRAIN_MAX_LINE_BYTES", _positive_int, "longest request line"),
     Option("max_inflight", "BRAIN_MAX_INFLIGHT", _positive_int, "requests in progress at once"),
+    Option(
+        "max_queued_request_bytes",
+        "BRAIN_MAX_QUEUED_REQUEST_BYTES",
+        _positive_int,
+        "request bytes held (read, not yet answered) before reading pauses",
+    ),
+    Option(
+        "max_unread_output_bytes",
+        "BRAIN_MAX_UNREAD_OUTPUT_BYTES",
+        _positive_int,
+        "answer bytes the client has not read before reading pauses",
+    ),
     Option(
         "autosave_writes", "BRAIN_AUTOSAVE_WRITES", _positive_int, "save after this many writes"
     ),

@@ -195,6 +195,8 @@ async def _run(
         sink,
         max_line=config.max_line_bytes,
         max_inflight=config.max_inflight,
+        max_queued_request_bytes=config.max_queued_request_bytes,
+        max_unread_output_bytes=config.max_unread_output_bytes,
         on_stop=lambda reason: notifier.stopping(f"stopping: {reason}"),
     )
     saver = AutoSaver(context, config.autosave_writes, config.autosave_seconds)

@@ -9,7 +9,12 @@ memory stream in tests), line framing (``protocol.framing``) and a dispatcher.
   requests on different lanes, or on none (``ping``), run concurrently, so
   answers may come out of order (match them by id).
 * At most ``max_inflight`` requests run at once; beyond that the loop stops
-  reading, which pushes back on the client through the pipe.
+  reading, which pushes back on the client through the pipe. Memory is
+  bounded the same way: the loop also stops reading while the requests it
+  holds (accepted, not yet answered) pass ``max_queued_request_bytes`` (one
+  line alone is always admitted), or while the answers a client has not read
+  pass ``max_unread_output_bytes`` (when the sink can tell, ``Backlogged``);
+  requests already accepted wait for that backlog to drain before they run.
 * Stopping (EOF, ``shutdown``, a signal): stop reading, answer lines already
   read with "shutting down", let in-flight requests finish, and return. The
   wait is bounded by ``shutdown_timeout_s`` (``daemon.stopping``): requests
@@ -20,7 +25,7 @@ memory stream in tests), line framing (``protocol.framing``) and a dispatcher.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, Protocol
+from typing import Final, Protocol, runtime_checkable
 
 import anyio
 import anyio.abc
@@ -33,6 +38,8 @@ from protocol.wire import error_frame
 
 _DRAIN_QUIET_S: Final = 0.05
 _DRAIN_MAX_CHUNKS: Final = 256
+_ROOM_POLL_S: Final = 0.02
+"""How often a paused loop looks at the backlog again (only while it is paused)."""
 
 
 class ByteSource(Protocol):
@@ -51,6 +58,16 @@ class FrameSink(Protocol):
         ...
 
 
+@runtime_checkable
+class Backlogged(Protocol):
+    """A sink that can say how many bytes of answers the client has not read yet."""
+
+    @property
+    def unread_bytes(self) -> int:
+        """Bytes sent to the sink and not yet taken by the client."""
+        ...
+
+
 class Server:
     """Reads request lines from a source and answers them on a sink."""
 
@@ -61,11 +78,18 @@ class Server:
         *,
         max_line: int,
         max_inflight: int = 1024,
+        max_queued_request_bytes: int = 64 << 20,
+        max_unread_output_bytes: int = 16 << 20,
         on_stop: Callable[[str], object] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.sink = sink
         self.max_line = max_line
+        self.max_queued_request_bytes = max_queued_request_bytes
+        self.max_unread_output_bytes = max_unread_output_bytes
+        self._backlog = sink if isinstance(sink, Backlogged) else None
+        self._queued_bytes = 0  # request lines accepted and not yet answered
+        self.pauses = 0  # times reading paused for memory (a test and bench hook)
         self.shutdown = dispatcher.context.shutdown
         self._slots = anyio.Semaphore(max_inflight)
         self._lanes: dict[str, anyio.Event] = {}
@@ -158,7 +182,35 @@ class Server:
             if not chunk:
                 return
 
+    def _output_full(self) -> bool:
+        backlog = self._backlog
+        return backlog is not None and backlog.unread_bytes > self.max_unread_output_bytes
+
+    def _requests_full(self, size: int) -> bool:
+        queued = self._queued_bytes
+        return queued > 0 and queued + size > self.max_queued_request_bytes
+
+    async def _room_for(self, size: int) -> None:
+        """Wait (not reading) until a line of ``size`` bytes fits in memory's bounds.
+
+        Polled, and only while paused: the backlog drains in the writer thread
+        and requests finish in tasks, and neither pays for a wake-up otherwise.
+        A stop ends the wait: the line is then refused, not queued.
+        """
+        if self._stopping or not (self._output_full() or self._requests_full(size)):
+            return
+        self.pauses += 1
+        log.debug(
+            "reading paused",
+            unread_output_bytes=self._backlog.unread_bytes if self._backlog else 0,
+            queued_request_bytes=self._queued_bytes,
+        )
+        while not self._stopping and (self._output_full() or self._requests_full(size)):
+            await anyio.sleep(_ROOM_POLL_S)
+        log.debug("reading resumed")
+
     async def _accept(self, line: Line) -> None:
+        await self._room_for(len(line) if isinstance(line, bytes) else 0)
         if line is OVERSIZED:
             error = wire.ParseError(
                 f"line longer than {self.max_line} bytes", {"limit": self.max_line}
@@ -182,6 +234,8 @@ class Server:
             self._outer.start_soon(self._finish_shutdown, item)
             return
         await self._slots.acquire()
+        size = len(line)
+        self._queued_bytes += size
         lane = item.lane
         previous = self._lanes.get(lane) if lane is not None else None
         mine = anyio.Event()
@@ -191,15 +245,21 @@ class Server:
         if self._idle.is_set():
             self._idle = anyio.Event()
         assert self._tg is not None
-        self._tg.start_soon(self._run, item, previous, mine)
+        self._tg.start_soon(self._run, item, previous, mine, size)
 
     # -- running --------------------------------------------------------------
 
-    async def _run(self, call: Call, previous: anyio.Event | None, mine: anyio.Event) -> None:
+    async def _run(
+        self, call: Call, previous: anyio.Event | None, mine: anyio.Event, size: int
+    ) -> None:
         started = False
         try:
             if previous is not None:
                 await previous.wait()
+            # Accepted before the backlog grew: wait for the client to read
+            # before adding an answer (unless stopping: then finish).
+            while self._output_full() and not self._stopping:
+                await anyio.sleep(_ROOM_POLL_S)
             started = True
             frame = await self.dispatcher.execute(call, self.sink.send)
             if frame is not None:
@@ -208,6 +268,7 @@ class Server:
             await self._answer_abandoned(call, started)
             raise
         finally:
+            self._queued_bytes -= size
             mine.set()
             if call.lane is not None and self._lanes.get(call.lane) is mine:
                 del self._lanes[call.lane]

@@ -132,12 +132,17 @@ async def start(
     max_line: int = 1 << 20,
     max_inflight: int = 64,
     shutdown_timeout_s: float = 30.0,
+    max_queued_request_bytes: int = 64 << 20,
 ) -> Harness:
     """Start a server in ``tg`` and return its harness."""
     source, sink = MemorySource(), MemorySink()
     context = Context(engine, shutdown=Shutdown(shutdown_timeout_s))
     server = Server(
-        Dispatcher(context, handlers), sink, max_line=max_line, max_inflight=max_inflight
+        Dispatcher(context, handlers),
+        sink,
+        max_line=max_line,
+        max_inflight=max_inflight,
+        max_queued_request_bytes=max_queued_request_bytes,
     )
     harness = Harness(server, source, sink)
 

@@ -311,6 +311,38 @@ async def test_a_request_waiting_behind_a_stuck_one_is_refused_not_abandoned(
         await harness.wait_finished()
 
 
+async def test_reading_pauses_while_queued_requests_hold_more_bytes_than_the_bound(
+    engine: Brain,
+) -> None:
+    release = anyio.Event()
+    started: list[str] = []
+
+    async def held_ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
+        started.append(params.session)
+        await release.wait()
+        return {"session": params.session}
+
+    handlers = dict(HANDLERS)
+    handlers["ingest"] = Handler(held_ingest, lambda p: f"session:{p.session}", mutates=True)
+    big = {"role": "user", "content": "x" * 100_000}
+    async with anyio.create_task_group() as tg:
+        harness = await start(tg, engine, handlers=handlers, max_queued_request_bytes=250_000)
+        for i in range(10):  # one request a chunk, each on its own lane
+            await harness.write(
+                {"id": i, "method": "ingest", "params": {"session": f"s{i}", "message": big}}
+            )
+        await anyio.wait_all_tasks_blocked()
+        # Two lines of ~100 kB are held; the third would pass 250 kB: it stays unread.
+        assert started == ["s0", "s1"]
+        assert harness.source._recv.statistics().current_buffer_used == 7
+        assert harness.server.pauses == 1
+        release.set()
+        frames = await harness.read_n(10)
+        assert sorted(f["id"] for f in frames) == list(range(10))
+        await harness.eof()
+        await harness.wait_finished()
+
+
 async def test_eof_without_final_newline_still_answers_the_last_line(running: Harness) -> None:
     await running.write(b'{"id": 1, "method": "ping"}')
     await running.eof()

@@ -3,11 +3,14 @@ code, stdout carrying nothing but frames, pipelined order kept (DESIGN §4)."""
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import shlex
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -299,3 +302,62 @@ def test_a_database_that_cannot_be_opened_exits_nonzero_with_nothing_on_stdout(
     assert code != 0
     assert frames == []
     assert "cannot open database" in daemon.stderr()
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of a process, from ``/proc``."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_client_that_does_not_read_keeps_the_daemon_small_and_gets_every_answer_later(
+    db_path: Path, tmp_path: Path
+) -> None:
+    requests = 2000
+    bound_mb = 150  # idle the daemon is ~50 MB; unbounded, these answers alone are 180 MB
+    stderr_path = tmp_path / "stderr.log"
+    with stderr_path.open("wb") as stderr:
+        proc = subprocess.Popen(
+            serve_argv(db_path, "--embedder", "hash", "--log-level", "debug"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            bufsize=0,
+        )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    answers = io.BufferedReader(proc.stdout, 1 << 20)  # the raw pipe would read byte by byte
+    try:
+        words = "word " * 600
+        history = [{"id": f"h{i}", "role": "user", "content": f"{i} {words}"} for i in range(30)]
+        proc.stdin.write(ingest_frame("seed", "s", history))
+        assert parse_frame(answers.readline())["id"] == "seed"
+        assemble = {"session": "s", "budget": 100_000}  # ~90 kB an answer
+        data = b"".join(request_frame(i, "assemble", assemble) for i in range(requests))
+        writer = threading.Thread(target=proc.stdin.write, args=(data,), daemon=True)
+        writer.start()
+
+        peak = 0.0
+        give_up = time.monotonic() + DEADLINE
+        while "reading paused" not in stderr_path.read_text(errors="replace"):
+            assert time.monotonic() < give_up, "the daemon never stopped reading"
+            peak = max(peak, _rss_mb(proc.pid))
+            assert peak < bound_mb, f"RSS {peak:.0f} MB with nobody reading"
+            time.sleep(0.1)
+        for _ in range(10):  # requests accepted before the pause finish meanwhile
+            peak = max(peak, _rss_mb(proc.pid))
+            time.sleep(0.1)
+        assert peak < bound_mb, f"RSS {peak:.0f} MB with nobody reading"
+
+        answered = {parse_frame(answers.readline())["id"] for _ in range(requests)}
+        assert answered == set(range(requests))
+        writer.join(DEADLINE)
+        proc.stdin.close()
+        assert proc.wait(DEADLINE) == 0
+    finally:
+        proc.kill()
+        proc.wait(DEADLINE)
+        answers.close()
+        proc.stdin.close()

@@ -281,3 +281,16 @@ def test_the_unit_files_pass_systemd_analyze_verify_without_a_warning(tmp_path: 
     )
     # Unknown keys and bad values are only warnings (exit 0): none may appear.
     assert (result.returncode, result.stderr, result.stdout) == (0, "", "")
+
+
+@pytest.mark.parametrize("unit", ["brain.service", "brain@.service"])
+def test_the_daemon_units_cap_memory_and_stop_within_the_bounded_shutdown(unit: str) -> None:
+    settings = dict(
+        line.split("=", 1)
+        for line in (UNITS / unit).read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+    assert settings["MemoryMax"] == "2G"
+    assert settings["MemoryHigh"] == "1536M"
+    # shutdown_timeout_s (30 s) for in-flight work, then a few seconds of bounded steps.
+    assert int(settings["TimeoutStopSec"]) > 30 + 3 + 2
