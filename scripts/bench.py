@@ -45,6 +45,12 @@ how long maintain took). Run it against older code with ``PYTHONPATH`` set to
 that checkout, from a directory outside both (``python -m daemon`` puts the
 working directory first on ``sys.path``).
 
+``stop`` and ``unread`` run only when named in ``--only``: ``stop`` times
+SIGTERM and ``shutdown`` to exit while a write is stuck on another process's
+write lock (the daemon's ``shutdown_timeout_s`` is 2 s); ``unread`` is the
+peak RSS of a daemon whose client sends 3,000 and 30,000 ``assemble``
+requests (~90 kB answers) and reads nothing until the memory stops growing.
+
 Everything happens in a temporary directory with fresh databases; daemons are
 started with ``python -m daemon`` from this interpreter and are always reaped,
 even when a benchmark fails. A failing benchmark is reported as
@@ -396,6 +402,7 @@ class Bench:
     params: Callable[[Settings], dict[str, Any]]
     run: Callable[[Shared, Path], Metrics]
     deterministic: bool = False
+    opt_in: bool = False  # runs only when named in --only
 
 
 # -- ingest -----------------------------------------------------------------------------
@@ -1642,6 +1649,134 @@ def bench_maintain_reads(shared: Shared, work: Path) -> Metrics:
     out["maintain_edges_decayed"] = float(report["tasks"]["decay"]["decayed"])
     out["maintain_edges_pruned"] = float(report["tasks"]["prune"]["edges"])
     _remove_db(db)
+
+
+# -- lifecycle: bounded shutdown, bounded memory -----------------------------------------
+
+STOP_TIMEOUT_S: Final = 2.0
+UNREAD_REQUESTS: Final = (3_000, 30_000)
+
+
+def _stop_params(s: Settings) -> dict[str, Any]:
+    return {"shutdown_timeout_s": STOP_TIMEOUT_S, "stuck_writes": 1, "busy_timeout_ms": 600_000}
+
+
+@contextlib.contextmanager
+def _lock_held(db: Path) -> Iterator[None]:
+    """This process holds the write lock on ``db``: a daemon's write waits inside the engine."""
+    conn = apsw.Connection(str(db))
+    conn.set_busy_timeout(30_000)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+
+
+def _stuck_daemon(db: Path, log: Path) -> subprocess.Popen[bytes]:
+    """A daemon whose next write will wait ten minutes for a lock; one write committed first."""
+    args = ["--busy-timeout-ms", "600000", "--shutdown-timeout-s", str(STOP_TIMEOUT_S)]
+    with log.open("ab") as err:
+        proc = subprocess.Popen(
+            daemon_command(db, args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=child_env(),
+            bufsize=0,
+        )
+    _track(proc)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    message = {"role": "user", "content": "committed before the stop"}
+    proc.stdin.write(frame(1, "ingest", {"session": "s", "message": message}))
+    read_answer(proc.stdout)
+    return proc
+
+
+def bench_stop(shared: Shared, work: Path) -> Metrics:
+    """SIGTERM and ``shutdown`` with a write stuck on another process's lock: ms to exit."""
+    out: Metrics = {}
+    for way in ("sigterm", "shutdown"):
+        db = work / f"{way}.db"
+        proc = _stuck_daemon(db, work / f"{way}.log")
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        try:
+            with _lock_held(db):
+                stuck = {"session": "s", "message": {"role": "user", "content": "stuck"}}
+                proc.stdin.write(frame(2, "ingest", stuck) + frame(3, "ping"))
+                while read_answer(proc.stdout).get("id") != 3:
+                    pass
+                started = time.perf_counter()
+                if way == "sigterm":
+                    proc.send_signal(signal.SIGTERM)
+                else:
+                    proc.stdin.write(frame(4, "shutdown"))
+                    while read_answer(proc.stdout).get("id") != 4:
+                        pass
+                    out["shutdown_answer_ms"] = (time.perf_counter() - started) * 1000
+                proc.wait(120)
+                out[f"{way}_exit_ms"] = (time.perf_counter() - started) * 1000
+        finally:
+            stop_process(proc)
+            _untrack(proc)
+    return out
+
+
+def _unread_params(s: Settings) -> dict[str, Any]:
+    return {
+        "requests": [max(100, int(n * s.size)) for n in UNREAD_REQUESTS],
+        "method": "assemble of 30 messages of ~3 kB (~90 kB an answer)",
+    }
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bench_unread(shared: Shared, work: Path) -> Metrics:
+    """Peak RSS of a daemon whose client writes N assemble requests and reads nothing."""
+    out: Metrics = {}
+    words = "word " * 600
+    history = [{"id": f"h{i}", "role": "user", "content": f"{i} {words}"} for i in range(30)]
+    for n in _unread_params(shared.settings)["requests"]:
+        db = work / f"unread-{n}.db"
+        with raw_daemon(db, work / "unread.log") as proc:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            proc.stdin.write(frame(0, "ingest", {"session": "s", "messages": history}))
+            proc.stdin.flush()
+            read_answer(proc.stdout)
+            idle = _rss_mb(proc.pid)
+            params = {"session": "s", "budget": 100_000}
+            data = b"".join(frame(i + 1, "assemble", params) for i in range(n))
+
+            def write(data: bytes = data, stdin: IO[bytes] = proc.stdin) -> None:
+                with contextlib.suppress(BrokenPipeError):
+                    stdin.write(data)
+                    stdin.flush()
+
+            writer = threading.Thread(target=write, daemon=True)
+            writer.start()
+            # Unread until the daemon's memory stops growing (2 s flat) or a minute passes.
+            peak, flat_since, give_up = idle, time.monotonic(), time.monotonic() + 60
+            while time.monotonic() - flat_since < 2.0 and time.monotonic() < give_up:
+                time.sleep(0.1)
+                rss = _rss_mb(proc.pid)
+                if rss > peak + 1:
+                    flat_since = time.monotonic()
+                peak = max(peak, rss)
+            for _ in range(n):
+                read_answer(proc.stdout)
+            writer.join(60)
+        out[f"idle_rss_mb_{n}"] = idle
+        out[f"peak_rss_mb_{n}"] = peak
+        _remove_db(db)
     return out
 
 
@@ -1873,6 +2008,22 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "(4 expand_query on the LLM, 4 semantic grep on the embedder)",
         _provider_stall_params,
         bench_provider_stall,
+    ),
+    Bench(
+        "stop",
+        "ms from SIGTERM / shutdown to exit with a write stuck on another process's lock "
+        f"(shutdown_timeout_s {STOP_TIMEOUT_S:g}); only with --only",
+        _stop_params,
+        bench_stop,
+        opt_in=True,
+    ),
+    Bench(
+        "unread",
+        "peak RSS of a daemon whose client sends 3k/30k assemble requests and reads nothing; "
+        "only with --only",
+        _unread_params,
+        bench_unread,
+        opt_in=True,
     ),
 )
 BENCH_BY_NAME: Final = {b.name: b for b in BENCHES}
@@ -2108,7 +2259,9 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected benchmarks and report."""
     args = parse_args(argv)
-    selected = [BENCH_BY_NAME[n] for n in args.only] if args.only else list(BENCHES)
+    selected = (
+        [BENCH_BY_NAME[n] for n in args.only] if args.only else [b for b in BENCHES if not b.opt_in]
+    )
     signal.signal(signal.SIGTERM, _terminate)
     started = time.perf_counter()
     began = datetime.now(UTC).isoformat(timespec="seconds")
