@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from tests.e2e.conftest import (
     user_message,
     write_lock_held,
 )
+from tests.openai_server import OpenAIServer, Reply
 
 STUCK = ("--busy-timeout-ms", "600000", "--shutdown-timeout-s", "1")
 """A write waits ten minutes for a lock, the stop only a second for in-flight work."""
@@ -184,3 +186,36 @@ def test_shutdown_is_answered_while_a_write_is_stuck_and_reports_it_abandoned(
     assert answers["bye"]["result"] == {"ok": True, "saved": None, "abandoned": 1}
     assert stored_client_ids(db_path, "s") == ["m0000"]
     assert integrity(db_path) == [("ok",)]
+
+
+def test_shutdown_is_answered_while_a_compaction_waits_on_a_provider_that_never_answers(
+    db_path: Path, spawn: Spawn
+) -> None:
+    with OpenAIServer() as provider:
+        provider.enqueue(Reply.text("never delivered", delay=600))
+        args = [
+            "--llm-base-url", provider.base_url,
+            "--llm-model", "m",
+            "--llm-timeout-s", "600",
+            "--auto-compact", "false",
+            "--fresh-tail-count", "4",
+            "--leaf-chunk-tokens", "800",
+            "--shutdown-timeout-s", "1",
+        ]  # fmt: skip
+        daemon = spawn(serve_argv(db_path, *args))
+        history = [user_message(i) | {"content": f"turn {i} " + "words " * 100} for i in range(40)]
+        assert daemon.call("in", "ingest", {"session": "s", "messages": history})["result"]
+        daemon.send(request_frame("compact", "compact", {"session": "s"}))
+        give_up = time.monotonic() + DEADLINE
+        while not provider.requests:  # the summary request is out, and hangs
+            assert time.monotonic() < give_up, "the compaction never called the provider"
+            time.sleep(0.01)
+        daemon.send(request_frame("bye", "shutdown"))
+        answers = {a["id"]: a for a in daemon.frames(2)}
+        assert daemon.wait() == 0
+    assert answers["compact"]["error"]["data"] == {"abandoned": True}
+    bye = answers["bye"]["result"]
+    assert bye["ok"] is True
+    assert bye["abandoned"] == 1
+    assert bye["saved"] is not None  # the compaction waits outside the engine: the flush ran
+    assert stored_client_ids(db_path, "s") == [m["id"] for m in history]
