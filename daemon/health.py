@@ -44,6 +44,9 @@ class EngineProbe:
     async def run(self) -> None:
         """Probe until cancelled; a probe that blocks simply leaves ``healthy`` to go stale."""
         while True:
-            await self.context.db(self.context.brain.probe)
+            try:
+                await self.context.db(self.context.brain.probe)
+            except Exception as exc:  # an error is an answer: the engine is not stuck
+                log.debug("engine probe failed", error=repr(exc))
             self._last_ok = anyio.current_time()
             await anyio.sleep(self.every_s)
