@@ -28,7 +28,7 @@ import orjson
 
 from brain.config import CompactionConfig
 from brain.context import Conversation, Item, conversation, items, mark_flushed, tail_start
-from brain.dag import Summary, load_summaries, summary_xml
+from brain.dag import Summary, load_summaries, summary_xml, withheld_xml
 from brain.messages import StoredMessage, load_messages
 from brain.render import (
     STUB_PREFIX,
@@ -352,7 +352,10 @@ def _key(item: Item) -> tuple[str, int]:
 
 
 def _summary_entry(summary: Summary, child_ids: Sequence[str]) -> _Entry:
-    return _Entry(summary_turn(summary.id, summary_xml(summary, child_ids), summary.first_seq))
+    # A withheld summary still holds suppressed text: its span is shown without it
+    # until compaction swaps the rebuilt summary in.
+    text = withheld_xml(summary, child_ids) if summary.hidden else summary_xml(summary, child_ids)
+    return _Entry(summary_turn(summary.id, text, summary.first_seq))
 
 
 def _child_ids(store: Store, row_ids: list[int]) -> dict[int, tuple[str, ...]]:

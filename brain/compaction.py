@@ -10,6 +10,16 @@ interleave (a per-conversation lock); other conversations are not blocked.
 Cost: a pass touches only its chunk and the items next to it, found through
 the ``(conversation_id, pos)`` key, so a full sweep is linear in the number
 of messages.
+
+Suppression: text hidden when a chunk is read is left out (its source link is
+kept, marked ``omitted``); the commit re-checks that nothing fed to the
+summarizer was hidden meanwhile, and if something was, rolls back and reads the
+chunk again. A summary withheld because a source was suppressed later
+(``brain.suppress``) is rebuilt by a *rebuild pass* before any other pass: its
+remaining sources (visible child summaries, and the visible messages under
+withheld ones) are summarised into a replacement of the same span, swapped into
+the context list in its place. The original stays stored and comes back on
+unsuppress.
 """
 
 from __future__ import annotations
@@ -23,10 +33,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
+import orjson
+
 from brain.config import CompactionConfig
 from brain.content import normalize_time
 from brain.context import Conversation, Item, conversation_by_id, replace_run, tail_start
-from brain.dag import NewSummary, Summary, insert_summary, load_summaries, summary_cost
+from brain.dag import (
+    NewSummary,
+    SourceRef,
+    Summary,
+    child_ids,
+    insert_summary,
+    load_summaries,
+    source_refs,
+    summary_cost,
+)
 from brain.messages import StoredMessage, load_messages
 from brain.progress import Progress, ignore
 from brain.store import Store
@@ -36,11 +57,13 @@ from brain.summarize import (
     SummaryRequest,
     summarize_with_escalation,
 )
+from brain.suppress import withheld_in_context
 
 StoreAccess = Callable[[], AbstractContextManager[Store]]
 """Gives the store with the engine's lock held for the duration of the block."""
 
 _CHUNK_SCAN: Final = 512  # items read per query while growing a leaf chunk
+_ATTEMPTS: Final = 3  # reads of one chunk when suppressions keep landing mid-summary
 
 
 @dataclass
@@ -49,6 +72,7 @@ class CompactionReport:
 
     leaf_passes: int = 0
     condensed_passes: int = 0
+    rebuilt: int = 0
     summaries: list[str] = field(default_factory=list)
     tokens_before: int = 0
     tokens_after: int = 0
@@ -60,6 +84,7 @@ class CompactionReport:
         """Add another report's passes to this one."""
         self.leaf_passes += other.leaf_passes
         self.condensed_passes += other.condensed_passes
+        self.rebuilt += other.rebuilt
         self.summaries += other.summaries
         self.summarize_ms += other.summarize_ms
 
@@ -100,6 +125,7 @@ class Compactor:
                 return report
             started = time.perf_counter()
             report.tokens_before = self._conversation(conversation_id).context_tokens
+            self._rebuild_withheld(conversation_id, report)
             while not self._stopping.is_set() and self._over_threshold(conversation_id):
                 if not self._leaf_pass(conversation_id, report):
                     break
@@ -125,6 +151,7 @@ class Compactor:
         with self._exclusive(conversation_id, wait=True):
             started = time.perf_counter()
             report.tokens_before = self._conversation(conversation_id).context_tokens
+            self._rebuild_withheld(conversation_id, report)
             rounds = 1 if target_tokens is None else self.config.max_rounds
             fanout = None if target_tokens is None else self.config.pressure_fanout
             for _ in range(rounds):
@@ -145,6 +172,124 @@ class Compactor:
         """Whether an incremental compaction would do anything now."""
         return self.config.auto and self._over_threshold(conversation_id)
 
+    def rebuild(self, conversation_id: int) -> CompactionReport:
+        """Rebuild every withheld summary of the context list (no folding: this runs
+        after a suppression whatever ``auto`` says). Waits for a running compaction
+        of the conversation, which rebuilds first itself."""
+        report = CompactionReport()
+        with self._exclusive(conversation_id, wait=True):
+            started = time.perf_counter()
+            report.tokens_before = self._conversation(conversation_id).context_tokens
+            self._rebuild_withheld(conversation_id, report)
+            report.tokens_after = self._conversation(conversation_id).context_tokens
+            report.took_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    # -- rebuilds ----------------------------------------------------------------
+
+    def _rebuild_withheld(self, conversation_id: int, report: CompactionReport) -> None:
+        """Replace each withheld summary of the context list by a summary of its
+        remaining sources (one try per item and call: a failed one waits for the next)."""
+        tried: set[int] = set()
+        while not self._stopping.is_set():
+            with self._access() as store:
+                pending = [p for p, _ in withheld_in_context(store, conversation_id)]
+            pos = next((p for p in pending if p not in tried), None)
+            if pos is None:
+                return
+            tried.add(pos)
+            for _ in range(_ATTEMPTS):
+                if self._rebuild_attempt(conversation_id, pos, report) is not None:
+                    break
+
+    def _rebuild_attempt(
+        self, conversation_id: int, pos: int, report: CompactionReport
+    ) -> bool | None:
+        """Read the withheld item at ``pos``, summarise its remaining sources, swap the
+        replacement in. None: a suppression landed meanwhile (read again)."""
+        with self._access() as store:
+            item = _item_at(store, conversation_id, pos)
+            if item is None or item.summary_id is None:
+                return False
+            shown = load_summaries(store, [item.summary_id])[item.summary_id]
+            if shown.hidden_by != "source" or shown.suppressed:
+                return False
+            # Always from the original: a replacement withheld in turn is replaced anew.
+            original = shown
+            if shown.replaces is not None:
+                original = load_summaries(store, [shown.replaces])[shown.replaces]
+            remaining = _remaining(store, original)
+            previous = _previous_summary(store, conversation_id, pos)
+        request = SummaryRequest(
+            kind=original.kind,
+            depth=original.depth,
+            items=tuple(remaining.items),
+            target_tokens=self.config.leaf_target_tokens
+            if original.kind == "leaf"
+            else self.config.condensed_target_tokens,
+            previous=previous[1] if previous else None,
+        )
+        if request.items:
+            text, summarizer = self._summarize(request, report)
+        else:
+            text, summarizer = _ALL_SUPPRESSED, "none"
+        new = NewSummary(
+            conversation_id=conversation_id,
+            kind=original.kind,
+            depth=original.depth,
+            content=text,
+            first_seq=original.first_seq,
+            last_seq=original.last_seq,
+            earliest_at=original.earliest_at,
+            latest_at=original.latest_at,
+            descendant_count=sum(k.descendant_count + 1 for k in remaining.kids),
+            descendant_tokens=sum(k.descendant_tokens for k in remaining.kids)
+            + sum(m.token_count for m in remaining.messages),
+            message_count=original.message_count,
+            file_ids=tuple(
+                dict.fromkeys(
+                    [f for k in remaining.kids for f in k.file_ids]
+                    + [p.file_id for m in remaining.messages for p in m.parts if p.file_id]
+                )
+            ),
+            summarizer=summarizer,
+            sources=tuple(remaining.refs),
+            replaces=original.row_id,
+        )
+        try:
+            with self._access() as store, store.transaction():
+                if _fed_hidden(store, new.sources, previous):
+                    raise _Retry
+                now = load_summaries(store, [shown.row_id])[shown.row_id]
+                if _item_at(store, conversation_id, pos) != item or now.hidden_by != "source":
+                    raise _Abandon  # restored, rebuilt or compacted meanwhile
+                stamp = normalize_time(None, "now", datetime.now(UTC))
+                summary = insert_summary(store, new, stamp)
+                cost = summary_cost(summary, child_ids(store, summary))
+                store.execute(
+                    "UPDATE context_items SET summary_id = ?, depth = ?, token_count = ? "
+                    "WHERE conversation_id = ? AND pos = ?",
+                    (summary.row_id, summary.depth, cost, conversation_id, pos),
+                )
+                if shown.row_id != original.row_id:
+                    # An earlier replacement, withheld in turn: retired, kept.
+                    store.execute(
+                        "UPDATE summaries SET hidden_by = 'replaced' WHERE id = ?", (shown.row_id,)
+                    )
+                store.execute(
+                    "UPDATE conversations SET context_tokens = context_tokens + ?, "
+                    "context_version = context_version + 1, "
+                    "compaction_epoch = compaction_epoch + 1 WHERE id = ?",
+                    (cost - item.token_count, conversation_id),
+                )
+        except _Abandon:
+            return False
+        except _Retry:
+            return None
+        report.rebuilt += 1
+        report.summaries.append(summary.id)
+        return True
+
     # -- leaf passes -------------------------------------------------------------
 
     def _over_threshold(self, conversation_id: int) -> bool:
@@ -156,6 +301,14 @@ class Compactor:
 
     def _leaf_pass(self, conversation_id: int, report: CompactionReport) -> bool:
         """Fold the oldest run of raw messages outside the tail; False if there is none."""
+        for _ in range(_ATTEMPTS):
+            done = self._leaf_attempt(conversation_id, report)
+            if done is not None:
+                return done
+        return False
+
+    def _leaf_attempt(self, conversation_id: int, report: CompactionReport) -> bool | None:
+        """One read-summarise-commit of the leaf chunk; None: retry (a suppression landed)."""
         with self._access() as store:
             conv = conversation_by_id(store, conversation_id)
             start = tail_start(store, conv, self.config.fresh_tail_count)
@@ -171,7 +324,7 @@ class Compactor:
             # not leak into the summary.
             items=tuple(_message_item(m) for m in messages if not m.suppressed),
             target_tokens=self.config.leaf_target_tokens,
-            previous=previous,
+            previous=previous[1] if previous else None,
         )
         text, summarizer = self._summarize(request, report)
         new = NewSummary(
@@ -190,9 +343,9 @@ class Compactor:
                 dict.fromkeys(p.file_id for m in messages for p in m.parts if p.file_id)
             ),
             summarizer=summarizer,
-            source_message_ids=tuple(m.row_id for m in messages),
+            sources=tuple(SourceRef(message_id=m.row_id, omitted=m.suppressed) for m in messages),
         )
-        return self._commit(conversation_id, chunk, new, (), report)
+        return self._commit(conversation_id, chunk, new, (), report, previous)
 
     # -- condensed passes --------------------------------------------------------
 
@@ -208,6 +361,16 @@ class Compactor:
         self, conversation_id: int, report: CompactionReport, max_depth: int, fanout: int | None
     ) -> bool:
         """Fold the oldest run of same-depth summaries at the shallowest eligible depth."""
+        for _ in range(_ATTEMPTS):
+            done = self._condensed_attempt(conversation_id, report, max_depth, fanout)
+            if done is not None:
+                return done
+        return False
+
+    def _condensed_attempt(
+        self, conversation_id: int, report: CompactionReport, max_depth: int, fanout: int | None
+    ) -> bool | None:
+        """One read-summarise-commit of the condensed chunk; None: retry."""
         with self._access() as store:
             found = _condensed_chunk(store, conversation_id, self.config, max_depth, fanout)
             if found is None:
@@ -219,9 +382,9 @@ class Compactor:
         request = SummaryRequest(
             kind="condensed",
             depth=depth + 1,
-            items=tuple(_summary_item(s) for s in ordered if not s.suppressed),
+            items=tuple(_summary_item(s) for s in ordered if not s.hidden),
             target_tokens=self.config.condensed_target_tokens,
-            previous=previous,
+            previous=previous[1] if previous else None,
         )
         text, summarizer = self._summarize(request, report)
         new = NewSummary(
@@ -238,9 +401,11 @@ class Compactor:
             message_count=sum(s.message_count for s in ordered),
             file_ids=tuple(dict.fromkeys(f for s in ordered for f in s.file_ids)),
             summarizer=summarizer,
-            source_summary_ids=tuple(s.row_id for s in ordered),
+            sources=tuple(SourceRef(child_id=s.row_id, omitted=s.hidden) for s in ordered),
         )
-        return self._commit(conversation_id, chunk, new, tuple(s.id for s in ordered), report)
+        return self._commit(
+            conversation_id, chunk, new, tuple(s.id for s in ordered), report, previous
+        )
 
     # -- shared ------------------------------------------------------------------
 
@@ -257,11 +422,15 @@ class Compactor:
         new: NewSummary,
         child_ids: tuple[str, ...],
         report: CompactionReport,
-    ) -> bool:
-        """Store the summary and swap it in for the chunk, if the chunk is unchanged
-        and the swap saves tokens."""
+        previous: tuple[int, str] | None,
+    ) -> bool | None:
+        """Store the summary and swap it in for the chunk, if the chunk is unchanged,
+        nothing fed to the summarizer was hidden meanwhile, and the swap saves tokens.
+        None: a suppression landed while summarising (nothing was stored; read again)."""
         try:
             with self._access() as store, store.transaction():
+                if _fed_hidden(store, new.sources, previous):
+                    raise _Retry
                 stamp = normalize_time(None, "now", datetime.now(UTC))
                 summary = insert_summary(store, new, stamp)
                 cost = summary_cost(summary, child_ids)
@@ -281,6 +450,8 @@ class Compactor:
                     raise _Abandon  # the chunk changed while it was being summarised
         except _Abandon:
             return False  # the transaction rolled the summary back
+        except _Retry:
+            return None
         if new.kind == "leaf":
             report.leaf_passes += 1
         else:
@@ -306,6 +477,31 @@ class Compactor:
 
 class _Abandon(Exception):
     """A pass that must not be committed (no saving, or a stale chunk)."""
+
+
+class _Retry(Exception):
+    """A pass whose summarizer was fed text that was hidden before it could commit."""
+
+
+def _fed_hidden(
+    store: Store, sources: tuple[SourceRef, ...], previous: tuple[int, str] | None
+) -> bool:
+    """Whether a source whose text was fed to the summarizer (or the previous summary
+    given for continuity) is hidden now. Read in the committing transaction, so no
+    suppression can land between the check and the commit."""
+    messages = [r.message_id for r in sources if r.message_id is not None and not r.omitted]
+    kids = [r.child_id for r in sources if r.child_id is not None and not r.omitted]
+    if previous is not None:
+        kids.append(previous[0])
+    return bool(
+        store.scalar(
+            "SELECT EXISTS (SELECT 1 FROM messages WHERE id IN (SELECT value FROM json_each(?)) "
+            "AND suppressed_at IS NOT NULL) OR EXISTS (SELECT 1 FROM summaries "
+            "WHERE id IN (SELECT value FROM json_each(?)) "
+            "AND (suppressed_at IS NOT NULL OR hidden_by IS NOT NULL))",
+            (orjson.dumps(messages).decode(), orjson.dumps(kids).decode()),
+        )
+    )
 
 
 def _raw_tokens_from(store: Store, conversation_id: int, start: int) -> int:
@@ -446,7 +642,8 @@ def _condensed_chunk(
     own fanout when longer, and that depth."""
     rows = list(
         store.execute(
-            "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count, s.last_seq "
+            "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count, s.last_seq, "
+            "s.hidden_by IS NOT NULL "
             "FROM context_items c JOIN summaries s ON s.id = c.summary_id "
             "WHERE c.conversation_id = ? ORDER BY c.pos",
             (conversation_id,),
@@ -456,6 +653,11 @@ def _condensed_chunk(
     prev_last: int | None = None
     prev_depth: int | None = None
     for row in rows:
+        if row[6]:
+            # Withheld, waiting for its rebuild: folding it now would lose its
+            # remaining text for good, so it ends the run.
+            prev_last = prev_depth = None
+            continue
         item = Item(*row[:5])
         depth = int(item.depth or 0)
         if prev_depth == depth and prev_last is not None and item.pos == prev_last + 1:
@@ -478,14 +680,82 @@ def _condensed_chunk(
     return None
 
 
-def _previous_summary(store: Store, conversation_id: int, pos: int) -> str | None:
-    """Content of the summary item just before ``pos``, for continuity."""
+def _previous_summary(store: Store, conversation_id: int, pos: int) -> tuple[int, str] | None:
+    """(row id, content) of the summary item just before ``pos``, for continuity (none
+    when that one is hidden: its text must not reach the summarizer)."""
     row = store.one(
-        "SELECT s.content FROM context_items c JOIN summaries s ON s.id = c.summary_id "
+        "SELECT s.id, s.content, s.suppressed_at IS NULL AND s.hidden_by IS NULL "
+        "FROM context_items c JOIN summaries s ON s.id = c.summary_id "
         "WHERE c.conversation_id = ? AND c.pos < ? ORDER BY c.pos DESC LIMIT 1",
         (conversation_id, pos),
     )
-    return None if row is None else str(row[0])
+    return None if row is None or not row[2] else (int(row[0]), str(row[1]))
+
+
+def _item_at(store: Store, conversation_id: int, pos: int) -> Item | None:
+    row = store.one(
+        "SELECT pos, message_id, summary_id, depth, token_count FROM context_items "
+        "WHERE conversation_id = ? AND pos = ?",
+        (conversation_id, pos),
+    )
+    return None if row is None else Item(*row)
+
+
+_ALL_SUPPRESSED: Final = "[every source of this span is suppressed]"
+
+
+@dataclass
+class _Remaining:
+    """What a withheld summary's rebuild reads: its sources with every hidden one
+    marked omitted (withheld children opened up), and what is fed to the summarizer."""
+
+    refs: list[SourceRef] = field(default_factory=list)
+    items: list[SourceItem] = field(default_factory=list)
+    messages: list[StoredMessage] = field(default_factory=list)
+    kids: list[Summary] = field(default_factory=list)
+
+
+def _remaining(store: Store, summary: Summary) -> _Remaining:
+    """The remaining sources of a withheld summary, in order: visible child summaries
+    as they are, withheld ones opened up into their own sources, visible messages;
+    suppressed ones stay in the lineage as omitted."""
+    out = _Remaining()
+
+    def walk(node: Summary) -> None:
+        refs = source_refs(store, node)
+        messages = {
+            m.row_id: m
+            for m in load_messages(
+                store, [r.message_id for r in refs if r.message_id is not None and not r.omitted]
+            )
+        }
+        kids = load_summaries(
+            store, [r.child_id for r in refs if r.child_id is not None and not r.omitted]
+        )
+        for ref in refs:
+            if ref.omitted:
+                out.refs.append(ref)
+            elif ref.message_id is not None:
+                message = messages.get(ref.message_id)
+                if message is None or message.suppressed:
+                    out.refs.append(SourceRef(message_id=ref.message_id, omitted=True))
+                else:
+                    out.refs.append(ref)
+                    out.items.append(_message_item(message))
+                    out.messages.append(message)
+            elif ref.child_id is not None:
+                kid = kids.get(ref.child_id)
+                if kid is not None and kid.hidden_by == "source" and not kid.suppressed:
+                    walk(kid)
+                elif kid is None or kid.hidden:
+                    out.refs.append(SourceRef(child_id=ref.child_id, omitted=True))
+                else:
+                    out.refs.append(ref)
+                    out.items.append(_summary_item(kid))
+                    out.kids.append(kid)
+
+    walk(summary)
+    return out
 
 
 def _message_item(m: StoredMessage) -> SourceItem:

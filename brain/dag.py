@@ -42,6 +42,29 @@ class Summary:
     summarizer: str
     created_at: str
     suppressed: bool = False
+    hidden_by: str | None = None
+    """``source``: withheld because a source is suppressed; ``replaced``: a retired
+    replacement. Either way hidden from agents, like ``suppressed``."""
+    replaces: int | None = None
+    """For a replacement: the row id of the withheld original it stands in for."""
+
+    @property
+    def hidden(self) -> bool:
+        """True when no agent-facing path may show this summary."""
+        return self.suppressed or self.hidden_by is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """One ordered source of a summary: a message or a child summary row id.
+
+    ``omitted``: its text was left out of the summary (it was hidden when the
+    summary was made), so hiding it later does not withhold the summary.
+    """
+
+    message_id: int | None = None
+    child_id: int | None = None
+    omitted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +84,14 @@ class NewSummary:
     message_count: int
     file_ids: tuple[str, ...]
     summarizer: str
-    source_message_ids: tuple[int, ...] = ()
-    source_summary_ids: tuple[int, ...] = ()
+    sources: tuple[SourceRef, ...] = ()
+    replaces: int | None = None
 
 
 _COLUMNS = (
     "id, summary_id, conversation_id, kind, depth, content, token_count, first_seq, last_seq, "
     "earliest_at, latest_at, descendant_count, descendant_tokens, message_count, file_ids, "
-    "summarizer, created_at, suppressed_at IS NOT NULL"
+    "summarizer, created_at, suppressed_at IS NOT NULL, hidden_by, replaces"
 )
 
 
@@ -90,8 +113,8 @@ def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
     store.execute(
         "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, "
         "first_seq, last_seq, earliest_at, latest_at, descendant_count, descendant_tokens, "
-        "message_count, file_ids, summarizer, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "message_count, file_ids, summarizer, created_at, replaces) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             summary_id,
             new.conversation_id,
@@ -109,6 +132,7 @@ def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
             orjson.dumps(list(new.file_ids)).decode(),
             new.summarizer,
             created_at,
+            new.replaces,
         ),
     )
     row_id = int(store.conn.last_insert_rowid())
@@ -122,13 +146,10 @@ def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
         "INSERT INTO nodes (node_id, kind, summary_id, created_at) VALUES (?, 'summary', ?, ?)",
         (summary_id, row_id, created_at),
     )
-    sources: list[tuple[int, int, int | None, int | None]] = [
-        (row_id, i, m, None) for i, m in enumerate(new.source_message_ids)
-    ] + [(row_id, i, None, c) for i, c in enumerate(new.source_summary_ids)]
     store.conn.executemany(
-        "INSERT INTO summary_sources (summary_id, ordinal, message_id, child_id) "
-        "VALUES (?, ?, ?, ?)",
-        sources,
+        "INSERT INTO summary_sources (summary_id, ordinal, message_id, child_id, omitted) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [(row_id, i, r.message_id, r.child_id, int(r.omitted)) for i, r in enumerate(new.sources)],
     )
     shared = {f: getattr(new, f) for f in _SHARED_FIELDS}
     return Summary(
@@ -169,6 +190,18 @@ def children(store: Store, summary: Summary) -> list[Summary]:
     return [found[i] for i in ids if i in found]
 
 
+def child_ids(store: Store, summary: Summary) -> list[str]:
+    """Public ids of a summary's child summaries, in order (what its XML lists)."""
+    return [
+        str(r[0])
+        for r in store.execute(
+            "SELECT c.summary_id FROM summary_sources ss JOIN summaries c ON c.id = ss.child_id "
+            "WHERE ss.summary_id = ? ORDER BY ss.ordinal",
+            (summary.row_id,),
+        )
+    ]
+
+
 def source_message_ids(store: Store, summary: Summary) -> list[int]:
     """A leaf summary's source message row ids, in order."""
     return [
@@ -181,12 +214,31 @@ def source_message_ids(store: Store, summary: Summary) -> list[int]:
     ]
 
 
+def source_refs(store: Store, summary: Summary) -> list[SourceRef]:
+    """A summary's sources in order, messages and child summaries alike (a replacement
+    can hold both)."""
+    return [
+        SourceRef(r[0], r[1], bool(r[2]))
+        for r in store.execute(
+            "SELECT message_id, child_id, omitted FROM summary_sources WHERE summary_id = ? "
+            "ORDER BY ordinal",
+            (summary.row_id,),
+        )
+    ]
+
+
 def parent_of(store: Store, summary: Summary) -> Summary | None:
-    """The condensed summary that took this one in, if any."""
-    row = store.one("SELECT summary_id FROM summary_sources WHERE child_id = ?", (summary.row_id,))
-    if row is None:
-        return None
-    return load_summaries(store, [int(row[0])]).get(int(row[0]))
+    """The summary that took this one in, if any (a visible one first: a child can
+    also be a source of a replacement of its withheld parent)."""
+    rows = [
+        int(r[0])
+        for r in store.execute(
+            "SELECT summary_id FROM summary_sources WHERE child_id = ?", (summary.row_id,)
+        )
+    ]
+    found = load_summaries(store, rows)
+    parents = sorted(found.values(), key=lambda p: (p.hidden, p.row_id))
+    return parents[0] if parents else None
 
 
 def summary_xml(summary: Summary, child_ids: Sequence[str] = ()) -> str:
@@ -201,6 +253,26 @@ def summary_xml(summary: Summary, child_ids: Sequence[str] = ()) -> str:
         refs = "\n".join(f'<summary_ref id="{c}" />' for c in child_ids)
         parents = f"\n<parents>\n{refs}\n</parents>"
     return f"{head}{parents}\n<content>\n{summary.content}\n</content>\n</summary>"
+
+
+WITHHELD_NOTE: Final = (
+    "[withheld: a source of this summary was suppressed; "
+    "a summary of the remaining sources replaces it shortly]"
+)
+
+
+def withheld_xml(summary: Summary, child_ids: Sequence[str] = ()) -> str:
+    """What stands in for a withheld summary until its replacement lands: its span
+    without its text, never longer than the summary itself (the context item keeps
+    the summary's cost, so the budget stays an upper bound)."""
+    note = (
+        f'<summary id="{summary.id}" kind="{summary.kind}" depth="{summary.depth}" '
+        f'earliest_at="{summary.earliest_at}" latest_at="{summary.latest_at}" withheld="true">'
+        f"\n<content>\n{WITHHELD_NOTE}\n</content>\n</summary>"
+    )
+    if estimate_tokens(note) <= estimate_tokens(summary_xml(summary, child_ids)):
+        return note
+    return f'<summary id="{summary.id}" withheld="true" />'
 
 
 def summary_cost(summary: Summary, child_ids: Sequence[str] = ()) -> int:
@@ -228,6 +300,8 @@ def _summary(row: tuple[object, ...]) -> Summary:
         summarizer,
         created,
         suppressed,
+        hidden_by,
+        replaces,
     ) = row
     return Summary(
         int(str(row_id)),
@@ -248,4 +322,6 @@ def _summary(row: tuple[object, ...]) -> Summary:
         str(summarizer),
         str(created),
         bool(suppressed),
+        None if hidden_by is None else str(hidden_by),
+        None if replaces is None else int(str(replaces)),
     )

@@ -82,29 +82,26 @@ def expand(
     while level and not truncated:
         next_level: list[Summary] = []
         for summary in level:
-            if summary.kind == "condensed":
-                kids = [k for k in children(store, summary) if not k.suppressed]
-                entries = [_summary_entry(k) for k in kids]
-                next_level += kids
-            else:
-                messages = load_messages(store, source_message_ids(store, summary))
-                entries = [
-                    {
-                        "kind": "message",
-                        "id": m.id,
-                        "seq": m.seq,
-                        "role": m.role,
-                        "created_at": m.created_at,
-                        "content": m.content,
-                        "tokens": m.token_count,
-                        "parent": summary.id,
-                    }
-                    for m in messages
-                    if not m.suppressed
-                ]
+            # A replacement can hold child summaries and messages side by side.
+            kids = [k for k in children(store, summary) if not k.hidden]
+            sources = load_messages(store, source_message_ids(store, summary))
+            messages = [m for m in sources if not m.suppressed]
+            entries = [_summary_entry(k) for k in kids] + [
+                {
+                    "kind": "message",
+                    "id": m.id,
+                    "seq": m.seq,
+                    "role": m.role,
+                    "created_at": m.created_at,
+                    "content": m.content,
+                    "tokens": m.token_count,
+                    "parent": summary.id,
+                }
+                for m in messages
+            ]
+            next_level += kids
             for entry in entries:
-                if summary.kind == "condensed":
-                    entry["parent"] = summary.id
+                entry["parent"] = summary.id
                 cost = int(entry["tokens"])
                 if spent + cost > max_tokens:
                     truncated = True
@@ -131,7 +128,8 @@ def _scoped_summary(
     store: Store, summary_id: str, scope: Scope, include_suppressed: bool = False
 ) -> Summary:
     summary = summary_by_id(store, summary_id)
-    if not scope(summary.conversation_id) or (summary.suppressed and not include_suppressed):
+    # Withheld (a source suppressed) hides a summary exactly like suppressing it.
+    if not scope(summary.conversation_id) or (summary.hidden and not include_suppressed):
         raise NotFound(f"no summary {summary_id!r}", id=summary_id)
     return summary
 
@@ -143,8 +141,8 @@ def _describe_summary(store: Store, summary: Summary) -> dict[str, Any]:
         "SELECT session_id FROM conversations WHERE id = ?", (summary.conversation_id,)
     )
     sources: dict[str, Any] = {"first_seq": summary.first_seq, "last_seq": summary.last_seq}
-    if summary.kind == "leaf":
-        ids = source_message_ids(store, summary)
+    ids = source_message_ids(store, summary)
+    if summary.kind == "leaf" or ids:
         sources["messages"] = [m.id for m in load_messages(store, ids)]
     subtree_summary_tokens = int(
         store.scalar(
@@ -158,6 +156,13 @@ def _describe_summary(store: Store, summary: Summary) -> dict[str, Any]:
     info = asdict(summary)
     info.pop("row_id")
     info.pop("conversation_id")
+    info["withheld"] = info.pop("hidden_by") == "source"
+    replaces = info.pop("replaces")
+    info["replaces"] = (
+        None
+        if replaces is None
+        else store.scalar("SELECT summary_id FROM summaries WHERE id = ?", (replaces,))
+    )
     info["summary_kind"] = info.pop("kind")
     info["file_ids"] = list(summary.file_ids)
     return {

@@ -45,7 +45,7 @@ from brain.retrieval import LearnResult, QueryResult, TeachResult, learn, run_qu
 from brain.search import GrepOptions, Hit, Nearest, grep
 from brain.store import Store, open_store
 from brain.summarize import ExtractiveSummarizer, Summarizer
-from brain.suppress import SuppressResult, set_suppressed
+from brain.suppress import SuppressResult, set_suppressed, withheld_sessions
 from brain.sync import (
     CHUNK_CHARS,
     SyncReport,
@@ -984,6 +984,15 @@ class Brain:
     def compact_incremental(self, session: str) -> CompactionReport:
         """Fold history if raw tokens outside the fresh tail are over the threshold."""
         return self._compactor.incremental(self._conversation_id(session))
+
+    def rebuild_withheld(self, session: str) -> CompactionReport:
+        """Rebuild the session's withheld summaries (a source suppressed) from what remains."""
+        return self._compactor.rebuild(self._conversation_id(session))
+
+    def withheld_sessions(self) -> list[str]:
+        """Sessions whose context list shows a withheld summary awaiting its rebuild."""
+        with self._lock:
+            return withheld_sessions(self._store)
 
     def stop_compactions(self) -> None:
         """Let running compactions finish their current pass and start no more."""

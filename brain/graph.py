@@ -95,7 +95,7 @@ class NewNode:
 _NODE_COLUMNS: Final = (
     "n.id, n.node_id, n.kind, coalesce(n.content, s.content, ''), n.authority, n.source, "
     "n.line_start, n.line_end, n.metadata, n.created_at, n.last_fired_at, n.fire_count, "
-    "n.summary_id, s.suppressed_at IS NOT NULL"
+    "n.summary_id, s.suppressed_at IS NOT NULL OR s.hidden_by IS NOT NULL"
 )
 _NODE_FROM: Final = "FROM nodes n LEFT JOIN summaries s ON s.id = n.summary_id"
 

@@ -103,7 +103,7 @@ def gather(
             summary = summary_by_id(store, sid)
         except NotFound:
             continue
-        if visible(summary.conversation_id) and not summary.suppressed:
+        if visible(summary.conversation_id) and not summary.hidden:
             roots.append(summary)
     direct: list[tuple[str, str]] = []
     if query is not None and _WORD.search(query):
@@ -225,12 +225,13 @@ def _walk(store: Store, roots: list[Summary]) -> tuple[dict[int, str], list[str]
         if summary.row_id in seen or summary.suppressed:
             continue
         seen.add(summary.row_id)
-        walked.append(summary.id)
-        if summary.kind == "condensed":
-            stack.extend(reversed(children(store, summary)))
-        else:
-            for row_id in source_message_ids(store, summary):
-                covering.setdefault(row_id, summary.id)
+        # A withheld summary (a source suppressed) is walked through, never named:
+        # only its sources' passages are read, and suppressed messages are skipped.
+        if not summary.hidden:
+            walked.append(summary.id)
+        stack.extend(reversed(children(store, summary)))
+        for row_id in source_message_ids(store, summary):
+            covering.setdefault(row_id, summary.id)
     return covering, walked
 
 

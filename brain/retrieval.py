@@ -215,10 +215,12 @@ class _Blocked:
 
 
 def _suppressed_summaries(store: Store) -> set[int]:
-    """Summary nodes whose summary is suppressed: they never fire."""
+    """Summary nodes whose summary is suppressed or withheld (a source is suppressed,
+    ``brain.suppress``): they never fire."""
     rows = store.execute(
-        "SELECT n.id FROM summaries s INDEXED BY summaries_suppressed "
-        "JOIN nodes n ON n.summary_id = s.id WHERE s.suppressed_at IS NOT NULL"
+        "SELECT n.id FROM summaries s INDEXED BY summaries_hidden "
+        "JOIN nodes n ON n.summary_id = s.id "
+        "WHERE s.suppressed_at IS NOT NULL OR s.hidden_by IS NOT NULL"
     )
     return {int(r[0]) for r in rows}
 

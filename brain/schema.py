@@ -429,7 +429,53 @@ ALTER TABLE grants ADD COLUMN held_by TEXT;
 ALTER TABLE grants ADD COLUMN held_until TEXT;
 """
 
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
+# Version 11: suppression reaches summaries made before it. A summary whose text
+# came from a source that is now suppressed (a message, a child summary, or a
+# child that is itself withheld) is withheld: ``hidden_by = 'source'``, kept
+# apart from ``suppressed_at`` so that unsuppress restores exactly what the user
+# set. The suppression transaction maintains it. A withheld summary in the
+# context list is rebuilt from its remaining sources into a replacement
+# (``replaces`` names the original); a replacement swapped out again, because
+# the original came back or a newer replacement took its place, is
+# ``hidden_by = 'replaced'`` (kept, never shown). ``summary_sources.omitted``
+# marks sources whose text was left out when the summary was made (suppressed
+# then): their suppression never withholds it. Summaries stored before this
+# version cannot tell, so any with a suppressed source is withheld and rebuilt.
+_V11: Final = """
+ALTER TABLE summaries ADD COLUMN hidden_by TEXT CHECK (hidden_by IN ('source', 'replaced'));
+ALTER TABLE summaries ADD COLUMN replaces INTEGER REFERENCES summaries(id);
+ALTER TABLE summary_sources ADD COLUMN omitted INTEGER NOT NULL DEFAULT 0;
+-- Every agent-facing path skips these; the graph and the rebuild find them here.
+CREATE INDEX summaries_hidden ON summaries(conversation_id, id)
+    WHERE suppressed_at IS NOT NULL OR hidden_by IS NOT NULL;
+CREATE INDEX summaries_replaces ON summaries(replaces) WHERE replaces IS NOT NULL;
+UPDATE summaries SET hidden_by = 'source' WHERE id IN (
+    WITH RECURSIVE withheld(id) AS (
+        SELECT ss.summary_id FROM summary_sources ss JOIN messages m ON m.id = ss.message_id
+            WHERE m.suppressed_at IS NOT NULL
+        UNION
+        SELECT ss.summary_id FROM summary_sources ss JOIN summaries c ON c.id = ss.child_id
+            WHERE c.suppressed_at IS NOT NULL
+        UNION
+        SELECT ss.summary_id FROM withheld w JOIN summary_sources ss ON ss.child_id = w.id
+    )
+    SELECT id FROM withheld
+);
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (
+    _V1,
+    _V2,
+    _V3,
+    _V4,
+    _V5,
+    _V6,
+    _V7,
+    _V8,
+    _V9,
+    _V10,
+    _V11,
+)
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -226,7 +226,7 @@ def _resolve(
         "FROM summaries s JOIN conversations c ON c.id = s.conversation_id "
         "WHERE s.id IN (SELECT value FROM json_each(?)) AND (? IS NULL OR s.conversation_id IN "
         "(SELECT value FROM json_each(?))) AND s.latest_at >= ? AND s.earliest_at < ? "
-        "AND s.suppressed_at IS NULL",
+        "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL",
         (summaries, convs, convs, since, before),
     ):
         out[("summary", int(r[0]))] = Hit("summary", r[1], r[3], 0.0, _lead(r[4]), r[2])
@@ -393,7 +393,7 @@ _RANKED_SUMMARIES: Final = (
     "CROSS JOIN conversations c ON c.id = s.conversation_id "
     "WHERE {fts} MATCH ? AND (? IS NULL OR s.conversation_id IN "
     "(SELECT value FROM json_each(?))) AND s.latest_at >= ? AND s.earliest_at < ? "
-    "AND s.suppressed_at IS NULL "
+    "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL "
     "ORDER BY bm25({fts}) LIMIT ?"
 )
 
@@ -461,7 +461,8 @@ def _containing(
             "CROSS JOIN conversations c ON c.id = s.conversation_id "
             "WHERE EXISTS (SELECT 1 FROM json_each(?) p WHERE x.content LIKE p.value) "
             "AND (? IS NULL OR s.conversation_id IN (SELECT value FROM json_each(?))) "
-            "AND s.latest_at >= ? AND s.earliest_at < ? AND s.suppressed_at IS NULL "
+            "AND s.latest_at >= ? AND s.earliest_at < ? "
+            "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL "
             "ORDER BY s.id DESC",
             (patterns, *params),
         )
@@ -561,7 +562,8 @@ _SUMMARY_PAGE: Final = (
     "SELECT s.id, s.summary_id, NULL, NULL, s.latest_at, c.session_id, s.content "
     "FROM summaries s JOIN conversations c ON c.id = s.conversation_id "
     "WHERE s.id < ? AND (? IS NULL OR s.conversation_id IN (SELECT value FROM json_each(?))) "
-    "AND s.latest_at >= ? AND s.earliest_at < ? AND s.suppressed_at IS NULL "
+    "AND s.latest_at >= ? AND s.earliest_at < ? "
+    "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL "
     "ORDER BY s.id DESC LIMIT ?"
 )
 
