@@ -8,7 +8,9 @@ quiet for ``settle_s`` (at most ``max_wait_s``): during a bulk import the
 summarizer would otherwise compete with ingest for the one interpreter lock
 (measured: batched ingest through the daemon fell from 34k to 16k msg/s),
 while a conversation at human pace is compacted a quarter second after its
-turn. ``run`` executes an explicit ``compact`` in
+turn. ``request(session, rebuild_only=True)`` (after a ``suppress``) only
+rebuilds the summaries it withheld, whatever ``auto`` says; a compaction
+rebuilds them first too. ``run`` executes an explicit ``compact`` in
 the same worker pool. Compaction threads have their own limiter, so a long
 sweep never takes the threads that ``assemble`` and ``ingest`` use.
 """
@@ -43,6 +45,7 @@ class Compactions:
         self._limiter = anyio.CapacityLimiter(threads)
         self._running: set[str] = set()
         self._again: set[str] = set()
+        self._fold: set[str] = set()  # sessions that asked for compaction, not only rebuilds
         self._tg: anyio.abc.TaskGroup | None = None
         self.completed = 0
 
@@ -55,11 +58,14 @@ class Compactions:
         """Sessions with a background compaction running."""
         return len(self._running)
 
-    def request(self, session: str) -> None:
-        """Make sure the session gets compacted if it is over the threshold."""
+    def request(self, session: str, *, rebuild_only: bool = False) -> None:
+        """Make sure the session gets compacted if it is over the threshold (or, with
+        ``rebuild_only``, that its withheld summaries get rebuilt)."""
         if self._tg is None:
             return
         self._last[session] = anyio.current_time()
+        if not rebuild_only:
+            self._fold.add(session)
         if session in self._running:
             self._again.add(session)
             return
@@ -79,13 +85,17 @@ class Compactions:
                 await until_quiet(
                     lambda: self._last.get(session, 0.0), self.settle_s, self.max_wait_s
                 )
-                report = await self.run(self.brain.compact_incremental, session)
+                fold = session in self._fold
+                self._fold.discard(session)
+                work = self.brain.compact_incremental if fold else self.brain.rebuild_withheld
+                report = await self.run(work, session)
                 if report.summaries:
                     self.completed += 1
                     log.info(
                         "compacted",
                         session=session,
                         leaf=report.leaf_passes,
+                        rebuilt=report.rebuilt,
                         condensed=report.condensed_passes,
                         tokens_before=report.tokens_before,
                         tokens_after=report.tokens_after,
@@ -99,4 +109,5 @@ class Compactions:
             log.exception("background compaction failed", session=session)
         finally:
             self._running.discard(session)
+            self._fold.discard(session)
             self._last.pop(session, None)

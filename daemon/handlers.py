@@ -405,6 +405,8 @@ def _chat_lane(params: Any) -> str | None:
 async def suppress(ctx: Context, params: SuppressParams) -> dict[str, Any]:
     """Hide messages or summaries (nothing is deleted)."""
     result = await ctx.db(ctx.brain.suppress, params.ids, session=params.session)
+    for session in result.rebuild:  # summaries withheld by it are rebuilt in the background
+        ctx.compactions.request(session, rebuild_only=True)
     return {
         "suppressed": result.changed,
         "already": result.unchanged,
@@ -450,6 +452,7 @@ def _report(report: CompactionReport) -> dict[str, Any]:
     return {
         "leaf_passes": report.leaf_passes,
         "condensed_passes": report.condensed_passes,
+        "rebuilt": report.rebuilt,
         "summaries": report.summaries,
         "tokens_before": report.tokens_before,
         "tokens_after": report.tokens_after,

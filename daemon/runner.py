@@ -209,6 +209,9 @@ async def _run(
                 tg.start_soon(_watch_signals, server)
             tg.start_soon(saver.run)
             context.compactions.attach(tg)
+            # Withheld summaries whose rebuild did not land before the last stop.
+            for session in brain.withheld_sessions():
+                context.compactions.request(session, rebuild_only=True)
             context.on_write(context.embeddings.request)
             tg.start_soon(context.embeddings.run)
             if notifier.watchdog_s is not None:
