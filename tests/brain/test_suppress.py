@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 import pytest
 
 from brain import AssembleOptions, Brain, BrainConfig, CompactionConfig, MessageIn, NotFound
 from brain.search import GrepOptions
+from brain.summarize import SummaryRequest
+from tests.brain.lcm import SMALL_BRAIN
 
 
 def _turns(n: int, secret_at: int) -> list[MessageIn]:
@@ -102,3 +107,145 @@ def test_ids_outside_the_session_are_not_found_and_change_nothing(fresh_brain: B
     assert result.not_found == ("o1", "nope")
     assert fresh_brain.grep(GrepOptions("hello"), session="other")[0].id == "o1"
     assert fresh_brain.suppress(["m1"], session="s").unchanged == ("m1",)
+
+
+# -- summaries that hold suppressed text ----------------------------------------------
+
+SECRET = "deploy key QX7ZEBRA4471"
+
+
+def _secret_turns(n: int, secret_at: int) -> list[MessageIn]:
+    out = _turns(n, secret_at=-1)
+    out[secret_at] = MessageIn("user", f"the {SECRET} opens production", client_id=f"m{secret_at}")
+    return out
+
+
+def _everything_agents_see(brain: Brain, session: str = "s") -> str:
+    """Every agent-facing output that could carry a summary's or message's text."""
+    brain.embed_pending(10_000)
+    seen: list[str] = [_assembled_text(brain)]
+    for mode in ("full_text", "regex", "semantic", "hybrid"):
+        for query in ("QX7ZEBRA4471", "deploy key production"):
+            pattern = "QX7ZEBRA" if mode == "regex" else query
+            hits = brain.grep(GrepOptions(pattern, mode=mode, limit=100), session=session)  # type: ignore[arg-type]
+            for hit in hits:
+                seen.append(hit.snippet)
+                if hit.kind == "summary":
+                    seen.append(str(brain.describe(hit.id, session=session)))
+                    seen.append(str(brain.expand(hit.id, session=session, max_tokens=100_000)))
+    seen.append(
+        str(brain.expand_query("deploy key", session=session, query="deploy key QX7ZEBRA4471"))
+    )
+    seen.append(str(brain.query("deploy key production", session=session, record=False)))
+    return "\n".join(seen)
+
+
+def _context_summaries(brain: Brain) -> list[str]:
+    return [
+        str(r[0])
+        for r in brain.store.execute(
+            "SELECT s.summary_id FROM context_items c JOIN summaries s ON s.id = c.summary_id "
+            "ORDER BY c.pos"
+        )
+    ]
+
+
+class _Gate:
+    """A summarizer that holds its first call until the test opens the gate, then
+    summarises by keeping the head of every item (so fed text shows up), within the
+    target size (or escalation would pick another summarizer)."""
+
+    name = "gate"
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.open = threading.Event()
+
+    def summarize(self, request: SummaryRequest) -> str:
+        if not self.entered.is_set():
+            self.entered.set()
+            assert self.open.wait(30)
+        return "; ".join(i.text[:40] for i in request.items)[: request.target_tokens * 3]
+
+
+def test_a_message_suppressed_while_compaction_summarises_it_never_reaches_a_visible_summary(
+    tmp_path: Path,
+) -> None:
+    gate = _Gate()
+    brain = Brain(tmp_path / "race.db", SMALL_BRAIN, summarizer=gate)
+    try:
+        brain.ingest("s", _secret_turns(40, secret_at=2))
+        compacting = threading.Thread(target=brain.compact, args=("s",))
+        compacting.start()
+        assert gate.entered.wait(30)  # the chunk holding m2 is being summarised now
+        assert brain.suppress(["m2"], session="s").changed == ("m2",)
+        gate.open.set()
+        compacting.join(30)
+        assert not compacting.is_alive()
+        assert _context_summaries(brain)  # compaction went on
+        assert "QX7ZEBRA4471" not in _everything_agents_see(brain)
+        visible = brain.store.execute(
+            "SELECT content FROM summaries WHERE suppressed_at IS NULL AND hidden_by IS NULL"
+        ).fetchall()
+        assert visible
+        assert not any("QX7ZEBRA4471" in str(r[0]) for r in visible)
+    finally:
+        gate.open.set()
+        brain.close()
+
+
+def test_summaries_made_before_a_suppression_are_withheld_at_once_rebuilt_and_restored(
+    small: Brain,
+) -> None:
+    small.ingest("s", _secret_turns(40, secret_at=2))
+    assert small.compact("s").summaries
+    before_context = _context_summaries(small)
+    before_assembled = _assembled_text(small)
+    before_rows = small.store.execute("SELECT id, summary_id, content FROM summaries").fetchall()
+    assert "QX7ZEBRA4471" in _everything_agents_see(small)  # a summary holds it
+
+    result = small.suppress(["m2"], session="s")
+    assert "QX7ZEBRA4471" not in _everything_agents_see(small)
+    assert result.rebuild == ("s",)
+    assert 'withheld="true"' in _assembled_text(small)  # the span is marked, not dropped
+    withheld = [
+        str(r[0])
+        for r in small.store.execute("SELECT summary_id FROM summaries WHERE hidden_by = 'source'")
+    ]
+    assert withheld
+    for summary_id in withheld:
+        with pytest.raises(NotFound):
+            small.describe(summary_id, session="s")
+        with pytest.raises(NotFound):
+            small.expand(summary_id, session="s")
+
+    report = small.rebuild_withheld("s")
+    assert report.rebuilt >= 1
+    rebuilt = _everything_agents_see(small)
+    assert "QX7ZEBRA4471" not in rebuilt
+    assembled = _assembled_text(small)
+    assert 'withheld="true"' not in assembled
+    assert "routine status update number 3" in rebuilt  # the remaining sources are summarised
+    replacement = _context_summaries(small)[0]
+    assert small.describe(replacement, session="s")["replaces"] == before_context[0]
+
+    assert small.suppress(["m2"], session="s", suppressed=False).changed == ("m2",)
+    assert _context_summaries(small) == before_context
+    assert _assembled_text(small) == before_assembled
+    assert "QX7ZEBRA4471" in _everything_agents_see(small)
+    # Lossless: every summary row is still there, unchanged; only replacements were added.
+    after_rows = small.store.execute("SELECT id, summary_id, content FROM summaries").fetchall()
+    assert after_rows[: len(before_rows)] == before_rows
+    assert small.info().messages == 40
+    assert small.store.scalar("SELECT count(*) FROM summaries WHERE hidden_by = 'replaced'") >= 1
+
+
+def test_a_compaction_rebuilds_withheld_summaries_before_folding_more(small: Brain) -> None:
+    small.ingest("s", _secret_turns(40, secret_at=2))
+    small.compact("s")
+    small.suppress(["m2"], session="s")
+    small.ingest("s", _turns(40, secret_at=-1)[:20])
+    report = small.compact("s")
+    assert report.rebuilt >= 1
+    assert not small.withheld_sessions()
+    assert "QX7ZEBRA4471" not in _everything_agents_see(small)
