@@ -1,7 +1,7 @@
 """``brain doctor``: check a database's invariants and repair what can be repaired losslessly.
 
 Each check has a stable name (``integrity``, ``schema``, ``fts``, ``vectors``,
-``files``, ``context``, ``graph``), a status (``ok``, ``warning``, ``error``), a
+``files``, ``context``, ``graph``, ``suppression``), a status (``ok``, ``warning``, ``error``), a
 message naming each problem and the counts it measured. ``repair=True`` runs,
 for every check that found something, the repairs that lose nothing: derived
 data is rebuilt (FTS and CJK indexes, running totals, summary nodes, the embed
@@ -41,12 +41,22 @@ from brain.filetext import index_pending
 from brain.graph import bump_epoch
 from brain.schema import CJK_GLOB, SCHEMA_VERSION
 from brain.store import Store, open_store
+from brain.suppress import restore_originals
 from brain.vectors import Kind, note_vectors_changed, stored_identity
 
 __all__ = ["CHECKS", "Check", "DoctorReport", "Status", "doctor", "format_report", "report_json"]
 
 Status = Literal["ok", "warning", "error"]
-CHECKS: Final = ("integrity", "schema", "fts", "vectors", "files", "context", "graph")
+CHECKS: Final = (
+    "integrity",
+    "schema",
+    "fts",
+    "vectors",
+    "files",
+    "context",
+    "graph",
+    "suppression",
+)
 """Every check's name, in the order they run and are reported."""
 
 _ORPHANS_DIR: Final = "orphans"
@@ -220,6 +230,7 @@ def _run_checks(store: Store, deep: bool, version_before: int) -> list[_Finding]
         _files(store, deep),
         _context(store),
         _graph(store),
+        _suppression(store),
     ]
 
 
@@ -774,6 +785,82 @@ def _repair_files(store: Store, found: _Finding) -> list[str]:
     return done
 
 
+# A summary is withheld (``hidden_by = 'source'``) exactly when a source that reached
+# its text is hidden now (``brain.suppress``); retired replacements keep their state.
+_SHOULD_WITHHOLD: Final = (
+    "EXISTS (SELECT 1 FROM summary_sources ss LEFT JOIN messages m ON m.id = ss.message_id "
+    "LEFT JOIN summaries k ON k.id = ss.child_id WHERE ss.summary_id = s.id AND ss.omitted = 0 "
+    "AND (m.suppressed_at IS NOT NULL OR k.suppressed_at IS NOT NULL OR k.hidden_by IS NOT NULL))"
+)
+_WRONG_WITHHELD: Final = (
+    f"(s.hidden_by IS NULL OR s.hidden_by = 'source') "
+    f"AND (s.hidden_by IS NOT NULL) <> {_SHOULD_WITHHOLD}"
+)
+_SHOWN_IN_CONTEXT: Final = (
+    "FROM context_items c JOIN summaries s ON s.id = c.summary_id "
+    "WHERE s.suppressed_at IS NULL AND s.hidden_by = ?"
+)
+
+
+def _suppression(store: Store) -> _Finding:
+    found = _Finding("suppression")
+    found.count(
+        "withheld",
+        int(store.scalar("SELECT count(*) FROM summaries WHERE hidden_by = 'source'") or 0),
+    )
+    wrong = int(store.scalar(f"SELECT count(*) FROM summaries s WHERE {_WRONG_WITHHELD}") or 0)  # noqa: S608
+    found.problem(
+        "error",
+        "wrong_withheld",
+        wrong,
+        "summaries whose withheld mark disagrees with their sources' suppression",
+    )
+    found.problem(
+        "error",
+        "retired_in_context",
+        int(store.scalar(f"SELECT count(*) {_SHOWN_IN_CONTEXT}", ("replaced",)) or 0),
+        "context items showing a retired replacement (not repairable automatically)",
+    )
+    found.problem(
+        "warning",
+        "awaiting_rebuild",
+        int(store.scalar(f"SELECT count(*) {_SHOWN_IN_CONTEXT}", ("source",)) or 0),
+        "withheld summaries in a context list awaiting their rebuild (a daemon serving the "
+        "session, or `compact`, rebuilds them)",
+    )
+    return found
+
+
+def _repair_suppression(store: Store, found: _Finding) -> list[str]:
+    if not found.has("wrong_withheld"):
+        return []
+    fixed = 0
+    with store.transaction():
+        # Depth by depth, children before parents: a parent's mark reads its children's.
+        depths = [int(r[0]) for r in store.execute("SELECT DISTINCT depth FROM summaries")]
+        cleared: set[int] = set()
+        for depth in sorted(depths):
+            rows = store.execute(
+                f"SELECT s.id, s.hidden_by FROM summaries s WHERE s.depth = ? "  # noqa: S608
+                f"AND {_WRONG_WITHHELD}",
+                (depth,),
+            ).fetchall()
+            for row_id, hidden_by in rows:
+                store.execute(
+                    "UPDATE summaries SET hidden_by = ? WHERE id = ?",
+                    (None if hidden_by else "source", row_id),
+                )
+                if hidden_by:
+                    cleared.add(int(str(row_id)))
+            fixed += len(rows)
+        restore_originals(store, cleared)
+        store.execute(
+            "UPDATE conversations SET suppress_epoch = suppress_epoch + 1, "
+            "context_version = context_version + 1"
+        )
+    return [f"recomputed the withheld mark of {fixed} summaries"]
+
+
 def _repair_context(store: Store, found: _Finding) -> list[str]:
     if not found.has("wrong_totals"):
         return []
@@ -826,6 +913,7 @@ _REPAIRS: Final[Mapping[str, Callable[[Store, _Finding], list[str]]]] = {
     "files": _repair_files,
     "context": _repair_context,
     "graph": _repair_graph,
+    "suppression": _repair_suppression,
 }
 
 

@@ -190,6 +190,12 @@ def _dangling_edge(sql: apsw.Connection) -> None:
     )
 
 
+def _withhold_a_clean_summary(sql: apsw.Connection) -> None:
+    sql.execute(
+        "UPDATE summaries SET hidden_by = 'source' WHERE id = (SELECT min(id) FROM summaries)"
+    )
+
+
 BREAKAGES: list[tuple[Callable[[apsw.Connection], None], str, dict[str, set[str]]]] = [
     (_delete_fts_row, "fts", {"fts": {"messages_fts_missing", "messages_fts_integrity"}}),
     (_delete_cjk_row, "fts", {"fts": {"messages_cjk_missing"}}),
@@ -204,6 +210,7 @@ BREAKAGES: list[tuple[Callable[[apsw.Connection], None], str, dict[str, set[str]
         {"graph": {"dangling_edges"}, "integrity": {"foreign_key_violations"}},
     ),
     (_tamper_totals, "context", {"context": {"wrong_totals"}}),
+    (_withhold_a_clean_summary, "suppression", {"suppression": {"wrong_withheld"}}),
     (_delete_summary_node, "graph", {"graph": {"summaries_without_node"}}),
     # SQLite's own check sees the violated CHECK constraint too.
     (
@@ -288,7 +295,7 @@ def test_several_breakages_at_once_are_all_repaired(db: Path, sql: apsw.Connecti
     for breakage, _check, _expected in BREAKAGES:
         breakage(sql)
     found = _problems(doctor(db, CONFIG))
-    assert set(found) == {"integrity", "fts", "vectors", "context", "graph"}
+    assert set(found) == {"integrity", "fts", "vectors", "context", "graph", "suppression"}
     assert doctor(db, CONFIG, repair=True).ok
     assert _messages(db) == before
 
@@ -317,10 +324,15 @@ def test_a_database_newer_than_the_code_is_an_error_and_left_untouched(
 def test_an_older_database_is_a_warning_and_repair_migrates_it(
     db: Path, sql: apsw.Connection
 ) -> None:
-    # A version-8 database: v9's graph tables and the rowid vectors table did not exist.
+    # A version-8 database: v9's graph tables and the rowid vectors table did not exist,
+    # nor v10's withheld marks.
     sql.execute("PRAGMA foreign_keys = OFF")
     with sql:
         sql.execute(
+            "DROP INDEX summaries_hidden; DROP INDEX summaries_replaces; "
+            "ALTER TABLE summaries DROP COLUMN hidden_by; "
+            "ALTER TABLE summaries DROP COLUMN replaces; "
+            "ALTER TABLE summary_sources DROP COLUMN omitted; "
             "DROP TABLE traces; DROP TABLE edges; DROP TABLE nodes; "
             "DROP INDEX summaries_suppressed; DROP TABLE vectors; DROP TABLE embed_queue; "
             "CREATE TABLE embed_queue (kind TEXT NOT NULL CHECK (kind IN ('message', 'summary')), "

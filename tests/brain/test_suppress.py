@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import apsw
 import pytest
 
 from brain import AssembleOptions, Brain, BrainConfig, CompactionConfig, MessageIn, NotFound
@@ -249,3 +250,33 @@ def test_a_compaction_rebuilds_withheld_summaries_before_folding_more(small: Bra
     assert report.rebuilt >= 1
     assert not small.withheld_sessions()
     assert "QX7ZEBRA4471" not in _everything_agents_see(small)
+
+
+def test_a_database_from_before_withholding_hides_summaries_of_suppressed_text_on_open(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v9.db"
+    brain = Brain(path, SMALL_BRAIN)
+    brain.ingest("s", _secret_turns(40, secret_at=2))
+    brain.compact("s")
+    brain.close()
+    # As version 9 left it: the message suppressed, its summaries untouched.
+    sql = apsw.Connection(str(path))
+    with sql:
+        sql.execute(
+            "UPDATE messages SET suppressed_at = '2026-01-01T00:00:00.000Z' "
+            "WHERE client_id = 'm2'; "
+            "DROP INDEX summaries_hidden; DROP INDEX summaries_replaces; "
+            "ALTER TABLE summaries DROP COLUMN hidden_by; "
+            "ALTER TABLE summaries DROP COLUMN replaces; "
+            "ALTER TABLE summary_sources DROP COLUMN omitted; PRAGMA user_version = 9"
+        )
+    sql.close()
+    brain = Brain(path, SMALL_BRAIN)
+    try:
+        assert brain.withheld_sessions() == ["s"]
+        assert "QX7ZEBRA4471" not in _everything_agents_see(brain)
+        assert brain.rebuild_withheld("s").rebuilt >= 1
+        assert "QX7ZEBRA4471" not in _everything_agents_see(brain)
+    finally:
+        brain.close()
