@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from pathlib import Path
 
 import apsw
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from brain import AssembleOptions, Brain, BrainConfig, CompactionConfig, MessageIn, NotFound
 from brain.search import GrepOptions
@@ -280,3 +283,68 @@ def test_a_database_from_before_withholding_hides_summaries_of_suppressed_text_o
         assert "QX7ZEBRA4471" not in _everything_agents_see(brain)
     finally:
         brain.close()
+
+
+def _marker(i: int) -> str:
+    return f"zq{i:03d}marker"
+
+
+def _visible_text(brain: Brain, markers: list[str]) -> str:
+    """assemble, full-text and regex grep of every marker, and describe/expand of each
+    summary hit: what an agent can read."""
+    seen = [_assembled_text(brain)]
+    for marker in markers:
+        for mode in ("full_text", "regex"):
+            for hit in brain.grep(GrepOptions(marker, mode=mode, limit=100), session="s"):  # type: ignore[arg-type]
+                seen.append(hit.snippet)
+                if hit.kind == "summary":
+                    seen.append(str(brain.describe(hit.id, session="s")))
+                    seen.append(str(brain.expand(hit.id, session="s", max_tokens=100_000)))
+    return "\n".join(seen)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(min_value=12, max_value=45),
+    steps=st.lists(
+        st.tuples(st.sampled_from(["suppress", "unsuppress", "compact", "rebuild", "ingest"]),
+                  st.integers(min_value=0, max_value=60)),
+        min_size=1,
+        max_size=8,
+    ),
+)  # fmt: skip
+def test_no_agent_facing_output_ever_holds_a_suppressed_messages_text(
+    n: int, steps: list[tuple[str, int]]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        brain = Brain(Path(tmp) / "p.db", SMALL_BRAIN)
+        try:
+            count = n
+            brain.ingest("s", [_marked(i) for i in range(n)])
+            brain.compact("s")
+            hidden: set[int] = set()
+            for op, arg in steps:
+                target = arg % count
+                if op == "suppress":
+                    brain.suppress([f"m{target}"], session="s")
+                    hidden.add(target)
+                elif op == "unsuppress":
+                    brain.suppress([f"m{target}"], session="s", suppressed=False)
+                    hidden.discard(target)
+                elif op == "compact":
+                    brain.compact("s")
+                elif op == "rebuild":
+                    brain.rebuild_withheld("s")
+                else:
+                    brain.ingest("s", [_marked(count + i) for i in range(arg % 10 + 1)])
+                    count += arg % 10 + 1
+                seen = _visible_text(brain, [_marker(i) for i in sorted(hidden)])
+                assert not [i for i in hidden if _marker(i) in seen]
+            assert brain.info().messages == count
+        finally:
+            brain.close()
+
+
+def _marked(i: int) -> MessageIn:
+    text = f"step {i}: the value {_marker(i)} was recorded for the build pipeline"
+    return MessageIn("user" if i % 2 == 0 else "assistant", text, client_id=f"m{i}")
