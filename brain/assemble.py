@@ -95,6 +95,9 @@ class Assembled:
     """What the recall block cost (0: none was given, or it did not fit)."""
     recall: RecallReport | None = None
     """The graph query behind the recall block, when one ran."""
+    withheld: int = 0
+    """Summaries shown as placeholders: a source was suppressed and the rebuild of the
+    rest has not landed yet (``brain.suppress``)."""
 
 
 @dataclass
@@ -104,6 +107,7 @@ class _Entry:
     turn: Turn
     stub: Turn | None = None  # a stub stand-in for a large tool result
     stub_cost: int = 0
+    withheld: bool = False  # a placeholder for a withheld summary
 
 
 @dataclass
@@ -211,6 +215,7 @@ class Assembler:
             context_tokens=conv.context_tokens,
             flush_recommended=flush,
             recall_tokens=recall_cost,
+            withheld=sum(1 for i, _ in chosen if view.entries[_key(i)].withheld),
         )
 
     def forget(self, conversation_id: int | None = None) -> None:
@@ -355,7 +360,7 @@ def _summary_entry(summary: Summary, child_ids: Sequence[str]) -> _Entry:
     # A withheld summary still holds suppressed text: its span is shown without it
     # until compaction swaps the rebuilt summary in.
     text = withheld_xml(summary, child_ids) if summary.hidden else summary_xml(summary, child_ids)
-    return _Entry(summary_turn(summary.id, text, summary.first_seq))
+    return _Entry(summary_turn(summary.id, text, summary.first_seq), withheld=summary.hidden)
 
 
 def _child_ids(store: Store, row_ids: list[int]) -> dict[int, tuple[str, ...]]:

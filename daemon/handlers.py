@@ -138,6 +138,9 @@ async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
         summaries_only=granted.current.get(),
         embedded=embedded,
     )
+    if result.withheld:
+        # Withheld by a suppression this process did not see (another process): rebuild.
+        ctx.compactions.request(params.session, rebuild_only=True)
     # Shallow: dataclasses.asdict deep-copies every message (9 ms of 19 ms at 5k).
     out = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
     if params.format != "anthropic":

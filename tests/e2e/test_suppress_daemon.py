@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol import Client
-from tests.e2e.conftest import DEADLINE
+from tests.e2e.conftest import DEADLINE, opened
 from tests.openai_server import OpenAIServer, Recorded, Reply
 
 SECRET = "QX7ZEBRA4471"
@@ -128,4 +128,22 @@ def test_summaries_made_before_a_suppression_are_withheld_at_once_and_rebuilt_in
 
         client.call("unsuppress", {"session": "s", "ids": ["m2"]})
         assert client.call("assemble", {"session": "s", "budget": 100_000}) == before
+        assert client.close() == 0
+
+
+def test_a_suppression_by_another_process_is_withheld_by_the_daemon_and_rebuilt_by_it(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "other.db"
+    with Client.spawn(db, args=_small()) as client:
+        client.call("ingest", {"session": "s", "messages": _conversation(40, secret_at=2)})
+        assert client.call("compact", {"session": "s"})["summaries"]
+        with opened(db) as other:  # e.g. `brain call suppress` from a shell
+            other.suppress(["m2"], session="s")
+        assert SECRET not in _seen(client)
+        deadline = time.monotonic() + DEADLINE
+        while client.call("assemble", {"session": "s", "budget": 100_000})["withheld"]:
+            assert time.monotonic() < deadline, "the daemon never rebuilt the withheld summary"
+            time.sleep(0.05)
+        assert SECRET not in _seen(client)
         assert client.close() == 0
