@@ -313,7 +313,9 @@ def _missing_files(store: Store, message_row_id: int) -> list[str]:
 def _covering_summary(store: Store, message_row_id: int) -> str | None:
     row = store.one(
         "SELECT s.summary_id FROM summary_sources ss JOIN summaries s ON s.id = ss.summary_id "
-        "WHERE ss.message_id = ?",
+        # A visible one first: a replacement can cover the message beside its withheld original.
+        "WHERE ss.message_id = ? "
+        "ORDER BY s.suppressed_at IS NOT NULL OR s.hidden_by IS NOT NULL, s.id LIMIT 1",
         (message_row_id,),
     )
     return None if row is None else str(row[0])
