@@ -348,3 +348,32 @@ def test_no_agent_facing_output_ever_holds_a_suppressed_messages_text(
 def _marked(i: int) -> MessageIn:
     text = f"step {i}: the value {_marker(i)} was recorded for the build pipeline"
     return MessageIn("user" if i % 2 == 0 else "assistant", text, client_id=f"m{i}")
+
+
+def test_a_message_suppressed_while_its_summary_is_being_rebuilt_stays_out_of_the_rebuild(
+    tmp_path: Path,
+) -> None:
+    gate = _Gate()
+    gate.entered.set()  # let the first compaction through
+    brain = Brain(tmp_path / "rebuild.db", SMALL_BRAIN, summarizer=gate)
+    try:
+        turns = [_marked(i) for i in range(40)]
+        brain.ingest("s", turns)
+        brain.compact("s")
+        assert _marker(5) in _visible_text(brain, [_marker(5)])
+        brain.suppress(["m2"], session="s")
+        gate.entered.clear()  # hold the rebuild's summarizer
+        rebuilding = threading.Thread(target=brain.rebuild_withheld, args=("s",))
+        rebuilding.start()
+        assert gate.entered.wait(30)
+        brain.suppress(["m5"], session="s")  # fed to the rebuild a moment ago
+        gate.open.set()
+        rebuilding.join(30)
+        assert not rebuilding.is_alive()
+        seen = _visible_text(brain, [_marker(2), _marker(5)])
+        assert _marker(2) not in seen
+        assert _marker(5) not in seen
+        assert not brain.withheld_sessions()
+    finally:
+        gate.open.set()
+        brain.close()
