@@ -258,12 +258,12 @@ def test_a_compaction_rebuilds_withheld_summaries_before_folding_more(small: Bra
 def test_a_database_from_before_withholding_hides_summaries_of_suppressed_text_on_open(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "v9.db"
+    path = tmp_path / "v10.db"
     brain = Brain(path, SMALL_BRAIN)
     brain.ingest("s", _secret_turns(40, secret_at=2))
     brain.compact("s")
     brain.close()
-    # As version 9 left it: the message suppressed, its summaries untouched.
+    # As version 10 left it: the message suppressed, its summaries untouched.
     sql = apsw.Connection(str(path))
     with sql:
         sql.execute(
@@ -272,7 +272,7 @@ def test_a_database_from_before_withholding_hides_summaries_of_suppressed_text_o
             "DROP INDEX summaries_hidden; DROP INDEX summaries_replaces; "
             "ALTER TABLE summaries DROP COLUMN hidden_by; "
             "ALTER TABLE summaries DROP COLUMN replaces; "
-            "ALTER TABLE summary_sources DROP COLUMN omitted; PRAGMA user_version = 9"
+            "ALTER TABLE summary_sources DROP COLUMN omitted; PRAGMA user_version = 10"
         )
     sql.close()
     brain = Brain(path, SMALL_BRAIN)
