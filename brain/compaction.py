@@ -57,7 +57,7 @@ from brain.summarize import (
     SummaryRequest,
     summarize_with_escalation,
 )
-from brain.suppress import withheld_in_context
+from brain.suppress import rebuild_due, rebuilds_due
 
 StoreAccess = Callable[[], AbstractContextManager[Store]]
 """Gives the store with the engine's lock held for the duration of the block."""
@@ -193,7 +193,7 @@ class Compactor:
         tried: set[int] = set()
         while not self._stopping.is_set():
             with self._access() as store:
-                pending = [p for p, _ in withheld_in_context(store, conversation_id)]
+                pending = [p for p, _ in rebuilds_due(store, conversation_id)]
             pos = next((p for p in pending if p not in tried), None)
             if pos is None:
                 return
@@ -212,7 +212,7 @@ class Compactor:
             if item is None or item.summary_id is None:
                 return False
             shown = load_summaries(store, [item.summary_id])[item.summary_id]
-            if shown.hidden_by != "source" or shown.suppressed:
+            if not rebuild_due(store, shown.row_id):
                 return False
             # Always from the original: a replacement withheld in turn is replaced anew.
             original = shown
@@ -260,8 +260,9 @@ class Compactor:
             with self._access() as store, store.transaction():
                 if _fed_hidden(store, new.sources, previous):
                     raise _Retry
-                now = load_summaries(store, [shown.row_id])[shown.row_id]
-                if _item_at(store, conversation_id, pos) != item or now.hidden_by != "source":
+                if _item_at(store, conversation_id, pos) != item or not rebuild_due(
+                    store, shown.row_id
+                ):
                     raise _Abandon  # restored, rebuilt or compacted meanwhile
                 stamp = normalize_time(None, "now", datetime.now(UTC))
                 summary = insert_summary(store, new, stamp)
@@ -272,7 +273,7 @@ class Compactor:
                     (summary.row_id, summary.depth, cost, conversation_id, pos),
                 )
                 if shown.row_id != original.row_id:
-                    # An earlier replacement, withheld in turn: retired, kept.
+                    # An earlier replacement, withheld in turn or stale: retired, kept.
                     store.execute(
                         "UPDATE summaries SET hidden_by = 'replaced' WHERE id = ?", (shown.row_id,)
                     )
@@ -722,25 +723,21 @@ def _remaining(store: Store, summary: Summary) -> _Remaining:
     out = _Remaining()
 
     def walk(node: Summary) -> None:
+        # Every source by what it is now: one left out when ``node`` was made may be
+        # visible again (the rebuild is a fresh summary of what is visible).
         refs = source_refs(store, node)
         messages = {
             m.row_id: m
-            for m in load_messages(
-                store, [r.message_id for r in refs if r.message_id is not None and not r.omitted]
-            )
+            for m in load_messages(store, [r.message_id for r in refs if r.message_id is not None])
         }
-        kids = load_summaries(
-            store, [r.child_id for r in refs if r.child_id is not None and not r.omitted]
-        )
+        kids = load_summaries(store, [r.child_id for r in refs if r.child_id is not None])
         for ref in refs:
-            if ref.omitted:
-                out.refs.append(ref)
-            elif ref.message_id is not None:
+            if ref.message_id is not None:
                 message = messages.get(ref.message_id)
                 if message is None or message.suppressed:
                     out.refs.append(SourceRef(message_id=ref.message_id, omitted=True))
                 else:
-                    out.refs.append(ref)
+                    out.refs.append(SourceRef(message_id=ref.message_id))
                     out.items.append(_message_item(message))
                     out.messages.append(message)
             elif ref.child_id is not None:
@@ -750,7 +747,7 @@ def _remaining(store: Store, summary: Summary) -> _Remaining:
                 elif kid is None or kid.hidden:
                     out.refs.append(SourceRef(child_id=ref.child_id, omitted=True))
                 else:
-                    out.refs.append(ref)
+                    out.refs.append(SourceRef(child_id=ref.child_id))
                     out.items.append(_summary_item(kid))
                     out.kids.append(kid)
 

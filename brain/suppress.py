@@ -93,7 +93,7 @@ def set_suppressed(
         rebuild = tuple(
             str(store.scalar("SELECT session_id FROM conversations WHERE id = ?", (c,)))
             for c in sorted(touched)
-            if withheld_in_context(store, c)
+            if rebuilds_due(store, c)
         )
     return SuppressResult(tuple(changed), tuple(unchanged), tuple(missing), rebuild)
 
@@ -204,17 +204,67 @@ def _resolve(
     return "messages", ref.row_id, ref.conversation_id, ref.suppressed
 
 
-def withheld_sessions(store: Store) -> list[str]:
-    """Sessions with a withheld summary in their context list (a rebuild is due: after a
-    suppression by another process, or a restart before the rebuild landed)."""
+# A replacement in a context list left something out that is visible again (a
+# partial unsuppress: the original stays withheld by another source): rebuilding
+# it makes the span's summary complete again.
+_STALE: Final = (
+    "r.replaces IS NOT NULL AND r.hidden_by IS NULL AND r.suppressed_at IS NULL "
+    "AND EXISTS (SELECT 1 FROM summary_sources ss LEFT JOIN messages m ON m.id = ss.message_id "
+    "LEFT JOIN summaries k ON k.id = ss.child_id WHERE ss.summary_id = r.id AND ss.omitted = 1 "
+    "AND ((m.id IS NOT NULL AND m.suppressed_at IS NULL) "
+    "OR (k.id IS NOT NULL AND k.suppressed_at IS NULL AND k.hidden_by IS NOT 'replaced')))"
+)
+
+
+def stale_in_context(store: Store, conversation_id: int) -> list[tuple[int, int]]:
+    """(pos, summary row id) of context items showing a stale replacement, in order."""
     return [
-        str(r[0])
+        (int(r[0]), int(r[1]))
         for r in store.execute(
-            "SELECT DISTINCT v.session_id FROM summaries s INDEXED BY summaries_hidden "
+            "SELECT c.pos, r.id FROM summaries r INDEXED BY summaries_replaces "  # noqa: S608
+            "JOIN context_items c ON c.conversation_id = r.conversation_id "
+            "AND c.pos = r.first_seq AND c.summary_id = r.id "
+            f"WHERE r.conversation_id = ? AND {_STALE} ORDER BY c.pos",
+            (conversation_id,),
+        )
+    ]
+
+
+def rebuild_due(store: Store, summary_row_id: int) -> bool:
+    """Whether this summary, shown in a context list, needs a rebuild: withheld (and not
+    suppressed itself), or a stale replacement."""
+    return bool(
+        store.scalar(
+            "SELECT (r.hidden_by = 'source' AND r.suppressed_at IS NULL) "  # noqa: S608
+            f"OR ({_STALE}) FROM summaries r WHERE r.id = ?",
+            (summary_row_id,),
+        )
+    )
+
+
+def rebuilds_due(store: Store, conversation_id: int) -> list[tuple[int, int]]:
+    """(pos, summary row id) of every context item due for a rebuild, in order."""
+    return sorted(
+        withheld_in_context(store, conversation_id) + stale_in_context(store, conversation_id)
+    )
+
+
+def withheld_sessions(store: Store) -> list[str]:
+    """Sessions with a rebuild due in their context list (after a suppression or
+    unsuppression by another process, or a restart before the rebuild landed)."""
+    conversations = [
+        (int(r[0]), str(r[1]))
+        for r in store.execute(
+            "SELECT DISTINCT v.id, v.session_id FROM summaries s INDEXED BY summaries_hidden "  # noqa: S608
             "JOIN context_items c ON c.conversation_id = s.conversation_id "
             "AND c.pos = s.first_seq AND c.summary_id = s.id "
             "JOIN conversations v ON v.id = s.conversation_id "
             "WHERE (s.suppressed_at IS NOT NULL OR s.hidden_by IS NOT NULL) "
-            "AND s.hidden_by = 'source' AND s.suppressed_at IS NULL"
+            "AND s.hidden_by = 'source' AND s.suppressed_at IS NULL "
+            "UNION SELECT v.id, v.session_id FROM summaries r INDEXED BY summaries_replaces "
+            "JOIN context_items c ON c.conversation_id = r.conversation_id "
+            "AND c.pos = r.first_seq AND c.summary_id = r.id "
+            f"JOIN conversations v ON v.id = r.conversation_id WHERE {_STALE}"
         )
     ]
+    return [session for _id, session in sorted(conversations)]

@@ -377,3 +377,43 @@ def test_a_message_suppressed_while_its_summary_is_being_rebuilt_stays_out_of_th
     finally:
         gate.open.set()
         brain.close()
+
+
+def _fed(brain: Brain, summary_id: str) -> set[str]:
+    """Client ids of the messages whose text went into a summary (directly)."""
+    return {
+        str(r[0])
+        for r in brain.store.execute(
+            "SELECT m.client_id FROM summary_sources ss JOIN summaries s ON s.id = ss.summary_id "
+            "JOIN messages m ON m.id = ss.message_id WHERE s.summary_id = ? AND ss.omitted = 0",
+            (summary_id,),
+        )
+    }
+
+
+def test_a_partial_unsuppress_rebuilds_the_replacement_with_what_is_visible_again(
+    small: Brain,
+) -> None:
+    small.ingest("s", [_marked(i) for i in range(40)])
+    small.compact("s")
+    original = _context_summaries(small)
+    small.suppress(["m3", "m5"], session="s")
+    assert small.rebuild_withheld("s").rebuilt == 1
+    first = _context_summaries(small)[0]
+    assert not {"m3", "m5"} & _fed(small, first)
+
+    result = small.suppress(["m3"], session="s", suppressed=False)
+    assert result.rebuild == ("s",)  # the original stays withheld by m5; the rebuild is stale
+    assert small.rebuild_withheld("s").rebuilt == 1
+    second = _context_summaries(small)[0]
+    assert "m3" in _fed(small, second)
+    assert "m5" not in _fed(small, second)
+    assert (
+        small.store.scalar("SELECT hidden_by FROM summaries WHERE summary_id = ?", (first,))
+        == "replaced"
+    )
+    assert _marker(5) not in _visible_text(small, [_marker(5)])
+
+    small.suppress(["m5"], session="s", suppressed=False)
+    assert _context_summaries(small) == original
+    assert not small.withheld_sessions()
