@@ -428,17 +428,6 @@ def test_a_fifo_a_directory_and_a_dangling_link_named_like_markdown_are_refused(
     assert report.files == 2
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_a_file_the_daemon_may_not_read_is_refused_as_unreadable(
-    fresh_brain: Brain, tmp_path: Path
-) -> None:
-    root = _workspace(tmp_path / "ws", {"MEMORY.md": MEMORY, "memory/locked.md": "# L\nx\n"})
-    (root / "memory" / "locked.md").chmod(0)
-    report = fresh_brain.sync(root)
-    assert _refused(report) == {("memory/locked.md", "unreadable")}
-    assert report.files == 1
-
-
 def test_a_symlink_loop_is_refused_as_unreadable(fresh_brain: Brain, tmp_path: Path) -> None:
     root = _workspace(tmp_path / "ws", {"MEMORY.md": MEMORY, "memory/ok.md": "# Ok\n"})
     (root / "memory" / "loop.md").symlink_to("loop.md")
