@@ -1649,6 +1649,7 @@ def bench_maintain_reads(shared: Shared, work: Path) -> Metrics:
     out["maintain_edges_decayed"] = float(report["tasks"]["decay"]["decayed"])
     out["maintain_edges_pruned"] = float(report["tasks"]["prune"]["edges"])
     _remove_db(db)
+    return out
 
 
 # -- lifecycle: bounded shutdown, bounded memory -----------------------------------------
