@@ -37,6 +37,11 @@ Encoding = Literal["utf8", "json"]
 
 ROLES: Final = frozenset({"user", "assistant", "system", "tool"})
 FILE_MARKER: Final = "__brain_file__"
+NO_CONTENT_KEY: Final = "__brain_content__"
+"""The key of ``messages.extra`` that records content sent as null (``"null"``) or
+left out (``"absent"``); SDK field names never take this form."""
+NO_CONTENT_NEEDS: Final = ("tool_calls", "function_call", "refusal", "audio")
+"""An assistant message may come without content when it has one of these."""
 _PREVIEW_CHARS: Final = 160
 
 
@@ -45,12 +50,16 @@ class MessageIn:
     """One message as a client sent it (already type-checked at the edge)."""
 
     role: str
-    content: str | list[dict[str, Any]]
+    content: str | list[dict[str, Any]] | None
     client_id: str | None = None
     name: str | None = None
     created_at: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+    extra: dict[str, Any] | None = None
+    """Other message-level SDK fields (``refusal``, ``annotations``, ...), kept as sent."""
+    content_absent: bool = False
+    """With ``content`` None: the member was missing rather than null."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +103,8 @@ class Normalized:
     client_id: str | None
     replay_hash: bytes
     parts: list[Part] = field(default_factory=list)
+    extra: str | None = None
+    """``messages.extra``: JSON of the kept SDK fields and the no-content marker, or None."""
 
     @property
     def payloads(self) -> list[Payload]:
@@ -115,9 +126,15 @@ def normalize(
     created_at = normalize_time(msg.created_at, f"{where}.created_at", now)
     parts: list[Part] = []
     texts: list[str] = []
+    extra = dict(msg.extra or {})
 
-    if isinstance(msg.content, str):
+    if msg.content is None:
+        _check_no_content(msg, where)
+        # Stored like an empty string; the marker tells ``restore`` to give null back.
         shape: Literal["string", "blocks"] = "string"
+        extra[NO_CONTENT_KEY] = "absent" if msg.content_absent else "null"
+    elif isinstance(msg.content, str):
+        shape = "string"
         text = msg.content
         result_kind: PartKind = "tool_result" if msg.tool_call_id is not None else "text"
         if estimate_tokens(text) > large_tokens:
@@ -156,12 +173,40 @@ def normalize(
         client_id=msg.client_id,
         replay_hash=replay_hash(msg),
         parts=parts,
+        extra=orjson.dumps(extra).decode() if extra else None,
+    )
+
+
+def _check_no_content(msg: MessageIn, where: str) -> None:
+    """Only an assistant message carrying something else may come without content."""
+    extra = msg.extra or {}
+    if msg.role == "assistant" and (
+        msg.tool_calls or any(extra.get(k) is not None for k in NO_CONTENT_NEEDS)
+    ):
+        return
+    raise InvalidInput(
+        f"{where}.content",
+        f"required (only an assistant message with {', '.join(NO_CONTENT_NEEDS)} may omit it)",
     )
 
 
 def replay_hash(msg: MessageIn) -> bytes:
-    """Hash of everything the client sent except its id: equal hashes mean a replay."""
-    key = [msg.role, msg.name, msg.content, msg.tool_calls, msg.tool_call_id, msg.created_at]
+    """Hash of everything the client sent except its id: equal hashes mean a replay.
+
+    Null and missing content hash alike (they mean the same), and the SDK
+    fields join the key only when there are some, so messages without them
+    hash as they did before those fields were kept.
+    """
+    key: list[Any] = [
+        msg.role,
+        msg.name,
+        msg.content,
+        msg.tool_calls,
+        msg.tool_call_id,
+        msg.created_at,
+    ]
+    if msg.extra:
+        key.append(msg.extra)
     return hashlib.blake2b(orjson.dumps(key, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
 
 
@@ -191,6 +236,7 @@ def restore(
     content_shape: str,
     parts: list[tuple[str, str, str | None, str | None, str | None]],
     read_file: Callable[[str], bytes | None],
+    extra: str | None = None,
 ) -> dict[str, Any]:
     """Rebuild the message a client sent from stored rows.
 
@@ -199,8 +245,10 @@ def restore(
     returns a payload file's bytes (None: the marker stays in its place). Only
     the marker naming the part's own file id is replaced: a marker-shaped
     object sent by a client stays as sent and can never read another
-    message's payload. The result has ``role``,
-    ``content`` and, when present, ``name``, ``tool_calls`` and ``tool_call_id``.
+    message's payload. ``extra`` is the stored ``messages.extra`` JSON. The
+    result has ``role``, ``content`` (null, or left out, when it was sent so)
+    and, when present, ``name``, ``tool_calls``, ``tool_call_id`` and the SDK
+    fields that were kept.
     """
     out: dict[str, Any] = {"role": role}
     blocks: list[Any] = []
@@ -220,6 +268,14 @@ def restore(
         out["name"] = name
     if calls:
         out["tool_calls"] = calls
+    if extra is not None:
+        fields = orjson.loads(extra)
+        no_content = fields.pop(NO_CONTENT_KEY, None)
+        if no_content == "null":
+            out["content"] = None
+        elif no_content == "absent":
+            del out["content"]
+        out.update(fields)
     return out
 
 

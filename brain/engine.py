@@ -1027,7 +1027,8 @@ class Brain:
         with self._lock:
             store = self._store
             row = store.one(
-                "SELECT role, name, content, content_shape FROM messages WHERE id = ?", (row_id,)
+                "SELECT role, name, content, content_shape, extra FROM messages WHERE id = ?",
+                (row_id,),
             )
             if row is None:
                 raise NotFound(f"no message row {row_id}")
@@ -1049,7 +1050,7 @@ class Brain:
                         return None
                     raise
 
-            return restore(str(row[0]), row[1], str(row[2]), str(row[3]), parts, read)
+            return restore(str(row[0]), row[1], str(row[2]), str(row[3]), parts, read, row[4])
 
     @contextlib.contextmanager
     def _locked_store(self) -> Iterator[Store]:

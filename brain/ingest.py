@@ -1,7 +1,8 @@
 """Ingest: append messages to a conversation, idempotently, in one transaction.
 
 A message is a duplicate, reported and not stored again, when
-  * its client id is already stored for the session, or
+  * its client id is already stored for the session with the same content
+    (the same id with different content is a ``Conflict``: nothing is stored), or
   * it has no client id and is an exact replay of the session's previous
     message (same role, name, content, tool fields and given timestamp).
 The second rule catches a host that re-sends its last turn after a crash
@@ -200,10 +201,20 @@ def _duplicate_of(
     """(public id, seq) of the stored message this one duplicates, if any."""
     if msg.client_id is not None:
         row = store.one(
-            "SELECT id, seq FROM messages WHERE conversation_id = ? AND client_id = ?",
+            "SELECT id, seq, replay_hash FROM messages WHERE conversation_id = ? AND client_id = ?",
             (conversation_id, msg.client_id),
         )
-        return None if row is None else (msg.client_id, int(row[1]))
+        if row is None:
+            return None
+        if row[2] != msg.replay_hash:
+            # A reused id with other content: reporting a duplicate would lose
+            # this message without the host knowing.
+            raise Conflict(
+                f"message {msg.client_id!r} is already stored with different content",
+                id=msg.client_id,
+                seq=int(row[1]),
+            )
+        return msg.client_id, int(row[1])
     if last is not None and last[3] == msg.replay_hash:
         row_id, seq, client_id = int(str(last[0])), int(str(last[1])), last[2]
         return public_message_id(row_id, client_id if isinstance(client_id, str) else None), seq
@@ -215,7 +226,8 @@ def _insert(
 ) -> int:
     store.execute(
         "INSERT INTO messages (conversation_id, seq, role, name, content, content_shape, "
-        "token_count, created_at, client_id, replay_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "token_count, created_at, client_id, replay_hash, extra) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             conversation_id,
             seq,
@@ -227,6 +239,7 @@ def _insert(
             msg.created_at,
             msg.client_id,
             msg.replay_hash,
+            msg.extra,
         ),
     )
     message_id = int(store.conn.last_insert_rowid())

@@ -463,6 +463,15 @@ UPDATE summaries SET hidden_by = 'source' WHERE id IN (
 );
 """
 
+# Version 12: message-level fields the SDKs send besides the pinned columns
+# (``refusal``, ``annotations``, ``audio``, ...), kept as a JSON object exactly
+# as sent, and the marker of content sent as null or left out
+# (``"__brain_content__": "null" | "absent"``; such content is stored as an
+# empty string). NULL when there is neither.
+_V12: Final = """
+ALTER TABLE messages ADD COLUMN extra TEXT;
+"""
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     _V1,
     _V2,
@@ -475,6 +484,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     _V9,
     _V10,
     _V11,
+    _V12,
 )
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 

@@ -499,6 +499,8 @@ def _message_in(m: Message) -> MessageIn:
         created_at=m.created_at,
         tool_calls=m.tool_calls,
         tool_call_id=m.tool_call_id,
+        extra=m.extra,
+        content_absent=m.content_absent,
     )
 
 

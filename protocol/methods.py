@@ -39,22 +39,52 @@ class NoParams:
         return cls()
 
 
+MESSAGE_EXTRAS: Final = (
+    # OpenAI Chat Completions (request params and response messages)
+    "refusal",
+    "annotations",
+    "audio",
+    "function_call",
+    # reasoning text some OpenAI-compatible servers add (DeepSeek, vLLM, OpenRouter)
+    "reasoning_content",
+    "reasoning",
+    # Responses-API message items and Anthropic response messages
+    "type",
+    "status",
+    "model",
+    "stop_reason",
+    "stop_sequence",
+    "usage",
+    "container",
+)
+"""Message-level fields the OpenAI and Anthropic SDKs put on messages besides the
+pinned ones: accepted, kept as sent and given back by ``get`` and ``describe``."""
+
+NO_CONTENT_NEEDS: Final = ("tool_calls", "function_call", "refusal", "audio")
+"""An assistant message may omit content (or send null) when one of these is given."""
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One conversation message (DESIGN §4), content as a string or a list of blocks.
 
     Besides the pinned fields, OpenAI's message-level ``tool_calls`` (assistant)
-    and ``tool_call_id`` (tool) are accepted. Unknown members are rejected, but
-    null-valued ones are ignored (SDKs emit ``"refusal": null``).
+    and ``tool_call_id`` (tool) are accepted, and the SDK fields named in
+    ``MESSAGE_EXTRAS`` are kept as sent in ``extra``. An assistant message with
+    one of ``NO_CONTENT_NEEDS`` may have ``content`` null (``content_absent``
+    records that the member was missing rather than null). Other members are
+    rejected, but null-valued ones are ignored (SDKs emit ``"refusal": null``).
     """
 
     role: str
-    content: str | list[dict[str, Any]]
+    content: str | list[dict[str, Any]] | None
     id: str | None = None
     name: str | None = None
     created_at: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+    extra: dict[str, Any] | None = None
+    content_absent: bool = False
 
     @classmethod
     def from_obj(cls, obj: Any, where: str) -> Self:
@@ -63,21 +93,33 @@ class Message:
         role = f.required_str("role")
         if role not in ROLES:
             raise InvalidParams(f"{f.path('role')}: must be one of {', '.join(ROLES)}")
+        content_absent = "content" not in f.obj
         content = f.raw("content")
-        if content is None:
-            raise InvalidParams(f"{f.path('content')}: required")
         if isinstance(content, list):
             if len(content) > MAX_BLOCKS:
                 raise InvalidParams(f"{f.path('content')}: at most {MAX_BLOCKS} blocks")
             for i, block in enumerate(content):
                 _check_block(block, f"{f.path('content')}[{i}]")
-        elif not isinstance(content, str):
+        elif content is not None and not isinstance(content, str):
             raise InvalidParams(f"{f.path('content')}: must be a string or an array of blocks")
         tool_calls = f.optional_list("tool_calls", max_items=MAX_BLOCKS)
         for i, call in enumerate(tool_calls or ()):
             if not isinstance(call, dict):
                 raise InvalidParams(f"{f.path('tool_calls')}[{i}]: must be an object")
             _check_depth(call, f"{f.path('tool_calls')}[{i}]")
+        extra: dict[str, Any] = {}
+        for key in MESSAGE_EXTRAS:
+            value = f.raw(key)
+            if value is not None:  # a null member says nothing: not kept (as before)
+                _check_depth(value, f.path(key))
+                extra[key] = value
+        if content is None and not (
+            role == "assistant" and (tool_calls or any(k in extra for k in NO_CONTENT_NEEDS))
+        ):
+            raise InvalidParams(
+                f"{f.path('content')}: required (only an assistant message with "
+                f"{', '.join(NO_CONTENT_NEEDS)} may omit it)"
+            )
         message = cls(
             role=role,
             content=content,
@@ -86,6 +128,8 @@ class Message:
             created_at=f.optional_str("created_at", max_len=64),
             tool_calls=tool_calls,
             tool_call_id=f.optional_str("tool_call_id", max_len=MAX_ID_LEN),
+            extra=extra or None,
+            content_absent=content_absent,
         )
         f.done(ignore_null=True)
         return message

@@ -99,15 +99,52 @@ timestamps = st.none() | st.builds(
 )
 
 
+# Message-level fields the SDKs add (OpenAI response dumps, reasoning servers, Anthropic
+# response messages), as they come: kept and given back as sent.
+annotation = st.builds(
+    lambda url, title, start: {
+        "type": "url_citation",
+        "url_citation": {"url": url, "title": title, "start_index": start, "end_index": start + 5},
+    },
+    st.text(max_size=20),
+    st.text(max_size=20),
+    st.integers(0, 100),
+)
+message_extras = st.fixed_dictionaries(
+    {},
+    optional={
+        "refusal": texts,
+        "annotations": st.lists(annotation, max_size=2),
+        "audio": st.builds(
+            lambda audio_id, transcript: {"id": audio_id, "transcript": transcript},
+            ids,
+            texts,
+        ),
+        "reasoning_content": texts,
+        "type": st.just("message"),
+        "usage": st.fixed_dictionaries(
+            {"input_tokens": st.integers(0, 999), "output_tokens": st.integers(0, 999)}
+        ),
+        "stop_reason": st.sampled_from(["end_turn", "tool_use"]),
+    },
+)
+
+
 @st.composite
 def messages(draw: st.DrawFn, client_id: str | None = None) -> MessageIn:
-    """One message of any role, in OpenAI or Anthropic shape."""
+    """One message of any role, in OpenAI or Anthropic shape, with or without SDK extras.
+
+    An assistant message sometimes has no content (null or missing) beside its
+    tool calls or refusal, as the OpenAI API returns it.
+    """
     role = draw(st.sampled_from(["user", "assistant", "system", "tool"]))
     name = draw(st.none() | names)
     created_at = draw(timestamps)
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
-    content: str | list[dict[str, Any]]
+    content: str | list[dict[str, Any]] | None
+    extra: dict[str, Any] = draw(message_extras) if role == "assistant" else {}
+    absent = False
     if role == "tool":  # OpenAI tool result: string or text blocks, plus the call id
         content = draw(texts | st.lists(text_block, max_size=3))
         tool_call_id = draw(ids)
@@ -115,6 +152,9 @@ def messages(draw: st.DrawFn, client_id: str | None = None) -> MessageIn:
         content = draw(texts | blocks)
         if role == "assistant":
             tool_calls = draw(st.none() | st.lists(openai_tool_call, min_size=1, max_size=3))
+            if (tool_calls or "refusal" in extra) and draw(st.booleans()):
+                content = None
+                absent = draw(st.booleans())
     return MessageIn(
         role=role,
         content=content,
@@ -123,6 +163,8 @@ def messages(draw: st.DrawFn, client_id: str | None = None) -> MessageIn:
         created_at=created_at,
         tool_calls=tool_calls,
         tool_call_id=tool_call_id,
+        extra=extra or None,
+        content_absent=absent,
     )
 
 
@@ -139,7 +181,10 @@ def conversations(draw: st.DrawFn, with_ids: bool, max_size: int = 6) -> list[Me
 
 def as_sent(msg: MessageIn) -> dict[str, Any]:
     """What ``Brain.get_message`` should give back for ``msg`` (without its id)."""
-    out: dict[str, Any] = {"role": msg.role, "content": msg.content}
+    out: dict[str, Any] = {"role": msg.role}
+    if not msg.content_absent:
+        out["content"] = msg.content
+    out.update(msg.extra or {})
     if msg.name is not None:
         out["name"] = msg.name
     if msg.tool_calls:

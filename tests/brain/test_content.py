@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,7 +45,7 @@ def _roundtrip(msg: MessageIn, large_tokens: int) -> dict[str, Any]:
         )
         for p in n.parts
     ]
-    return restore(n.role, n.name, n.content, n.content_shape, rows, files.__getitem__)
+    return restore(n.role, n.name, n.content, n.content_shape, rows, files.__getitem__, n.extra)
 
 
 # -- validation -------------------------------------------------------------------
@@ -317,3 +318,71 @@ def test_a_marker_shaped_object_sent_by_a_client_is_returned_as_sent() -> None:
     msg = MessageIn("user", [{"type": "tool_use", "id": "t", "name": "n", "input": planted}])
     for large_tokens in (BIG, 1):
         assert _roundtrip(msg, large_tokens)["content"] == msg.content
+
+
+# -- message shapes as the SDKs send them ------------------------------------------
+
+
+OPENAI_CALL = {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize("absent", [False, True])
+def test_an_assistant_message_with_tool_calls_and_no_content_is_given_back_as_sent(
+    absent: bool,
+) -> None:
+    msg = MessageIn("assistant", None, tool_calls=[OPENAI_CALL], content_absent=absent)
+    n = _norm(msg)
+    assert n.content == "ls({})"  # the calls are still what is searched and counted
+    expected: dict[str, Any] = {"role": "assistant", "tool_calls": [OPENAI_CALL]}
+    if not absent:
+        expected["content"] = None
+    assert _roundtrip(msg, BIG) == expected
+
+
+@pytest.mark.parametrize(
+    ("role", "extra"),
+    [
+        ("user", None),
+        ("system", None),
+        ("tool", None),
+        ("assistant", None),
+        ("assistant", {"annotations": []}),
+        ("user", {"refusal": "no"}),
+    ],
+)
+def test_content_may_be_left_out_only_by_an_assistant_with_something_else_to_say(
+    role: str, extra: dict[str, Any] | None
+) -> None:
+    with pytest.raises(InvalidInput) as err:
+        _norm(MessageIn(role, None, extra=extra))
+    assert err.value.field == "messages[0].content"
+
+
+def test_sdk_message_fields_are_kept_and_given_back_as_sent() -> None:
+    extra = {
+        "refusal": "I can't help with that.",
+        "annotations": [{"type": "url_citation", "url_citation": {"url": "https://x"}}],
+        "audio": {"id": "audio_1", "transcript": "hi"},
+        "reasoning_content": "thought",
+    }
+    msg = MessageIn("assistant", None, extra=extra)
+    assert _roundtrip(msg, BIG) == {"role": "assistant", "content": None} | extra
+    with_text = MessageIn("assistant", "hello", extra={"annotations": []})
+    assert _roundtrip(with_text, BIG) == {
+        "role": "assistant",
+        "content": "hello",
+        "annotations": [],
+    }
+
+
+def test_the_replay_hash_of_a_message_without_sdk_fields_is_unchanged() -> None:
+    # Hashes stored before SDK fields were kept must still match an exact replay.
+    msg = MessageIn("user", "hi", name="a", created_at="2024-01-01T00:00:00Z")
+    key = ["user", "a", "hi", None, None, "2024-01-01T00:00:00Z"]
+    old = hashlib.blake2b(orjson.dumps(key, option=orjson.OPT_SORT_KEYS), digest_size=16)
+    assert replay_hash(msg) == old.digest()
+    assert replay_hash(msg) != replay_hash(
+        MessageIn(
+            "user", "hi", name="a", created_at="2024-01-01T00:00:00Z", extra={"annotations": []}
+        )
+    )

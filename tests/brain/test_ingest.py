@@ -93,6 +93,55 @@ def test_a_client_id_repeated_inside_one_batch_is_stored_once(store: Store) -> N
     assert _count(store, "messages") == 2
 
 
+def test_a_client_id_reused_with_different_content_is_a_conflict_naming_it(
+    store: Store,
+) -> None:
+    ingest(store, "s", [_user("hello", "c-1")])
+    with pytest.raises(Conflict) as err:
+        ingest(store, "s", [_user("new", "c-2"), _user("goodbye", "c-1")])
+    assert err.value.data == {"id": "c-1", "seq": 1}
+    assert "'c-1'" in err.value.message
+    # Nothing of the call is stored, and the first message is as it was.
+    assert _count(store, "messages") == 1
+    assert store.scalar("SELECT content FROM messages") == "hello"
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        MessageIn("assistant", "hello", client_id="c-1"),
+        MessageIn("user", "hello", client_id="c-1", name="bob"),
+        MessageIn("user", [{"type": "text", "text": "hello"}], client_id="c-1"),
+    ],
+)
+def test_any_difference_but_the_id_is_a_conflict_even_inside_one_batch(
+    store: Store, other: MessageIn
+) -> None:
+    with pytest.raises(Conflict):
+        ingest(store, "s", [_user("hello", "c-1"), other])
+    assert _count(store, "messages") == 0
+
+
+def test_an_exact_replay_with_sdk_fields_is_a_duplicate(store: Store) -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    msg = MessageIn(
+        "assistant", None, client_id="a-1", tool_calls=[call], extra={"annotations": []}
+    )
+    ingest(store, "s", [msg])
+    # Missing content replays content null: both mean "no content".
+    again = MessageIn(
+        "assistant",
+        None,
+        client_id="a-1",
+        tool_calls=[call],
+        extra={"annotations": []},
+        content_absent=True,
+    )
+    assert ingest(store, "s", [msg, again]).duplicates == 2
+    with pytest.raises(Conflict):
+        ingest(store, "s", [MessageIn("assistant", None, client_id="a-1", tool_calls=[call])])
+
+
 def test_the_same_client_id_in_another_session_is_a_new_message(store: Store) -> None:
     ingest(store, "one", [_user("x", "c-1")])
     result = ingest(store, "two", [_user("x", "c-1")])

@@ -67,6 +67,23 @@ def test_a_batch_and_a_single_message_both_parse() -> None:
             {"session": "s", "message": {"role": "assistant", "content": "", "tool_calls": [1]}},
             "params.message.tool_calls[0]",
         ),
+        ({"session": "s", "message": {"role": "assistant"}}, "params.message.content"),
+        (
+            {"session": "s", "message": {"role": "assistant", "content": None, "tool_calls": []}},
+            "params.message.content",
+        ),
+        (
+            {"session": "s", "message": {"role": "user", "content": None, "refusal": "no"}},
+            "params.message.content",
+        ),
+        (
+            {"session": "s", "message": {"role": "tool", "tool_call_id": "c", "content": None}},
+            "params.message.content",
+        ),
+        (
+            {"session": "s", "message": {"role": "user", "content": "x", "annotation": []}},
+            "params.message.annotation",
+        ),
     ],
 )
 def test_bad_ingest_params_name_the_field(params: dict[str, Any], field: str) -> None:
@@ -80,6 +97,64 @@ def test_null_valued_unknown_message_fields_from_sdks_are_ignored() -> None:
         session="s", message={"role": "assistant", "content": "x", "refusal": None, "audio": None}
     )
     assert params.messages[0].content == "x"
+
+
+CALL = {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+
+
+def test_an_openai_sdk_assistant_message_dump_parses_with_null_content() -> None:
+    # ChatCompletionMessage.model_dump() of a tool-calling answer.
+    dump = {
+        "content": None,
+        "refusal": None,
+        "role": "assistant",
+        "annotations": [],
+        "audio": None,
+        "function_call": None,
+        "tool_calls": [CALL],
+    }
+    [message] = _ingest(session="s", message=dump).messages
+    assert message.content is None
+    assert not message.content_absent
+    assert message.tool_calls == [CALL]
+    assert message.extra == {"annotations": []}  # null members say nothing and are not kept
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "assistant", "tool_calls": [CALL]},
+        {"role": "assistant", "refusal": "I can't help with that."},
+        {"role": "assistant", "audio": {"id": "audio_1"}},
+        {"role": "assistant", "function_call": {"name": "ls", "arguments": "{}"}},
+    ],
+)
+def test_an_assistant_message_with_something_else_to_say_may_leave_content_out(
+    message: dict[str, Any],
+) -> None:
+    [parsed] = _ingest(session="s", message=message).messages
+    assert parsed.content is None
+    assert parsed.content_absent
+
+
+def test_sdk_message_fields_are_accepted_and_kept_as_sent() -> None:
+    fields = {
+        "refusal": "no",
+        "annotations": [{"type": "url_citation", "url_citation": {"url": "https://x"}}],
+        "audio": {"id": "a", "data": "AAAA", "expires_at": 1, "transcript": "t"},
+        "function_call": {"name": "f", "arguments": "{}"},
+        "reasoning_content": "because",
+        "reasoning": "because",
+        "type": "message",
+        "status": "completed",
+        "model": "claude-x",
+        "stop_reason": "end_turn",
+        "stop_sequence": "###",
+        "usage": {"input_tokens": 1, "output_tokens": 2},
+        "container": {"id": "c"},
+    }
+    [parsed] = _ingest(session="s", message={"role": "assistant", "content": "x"} | fields).messages
+    assert parsed.extra == fields
 
 
 def test_methods_without_params_reject_any_param() -> None:
