@@ -8,7 +8,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from brain import StorageError, Store, open_store
+from brain import Brain, BrainConfig, MessageIn, StorageError, Store, open_store
 from brain.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 
 TABLES = {"meta", "conversations", "messages", "large_files", "message_parts", "messages_fts"}
@@ -169,3 +169,27 @@ def test_fts_index_follows_message_updates_and_deletes(store: Store) -> None:
     store.execute("DELETE FROM messages WHERE id = 1")
     assert matches("beta") == []
     assert matches("words") == []
+
+
+def test_a_version_11_database_gains_the_message_extra_column(db_path: Path) -> None:
+    conn = apsw.Connection(str(db_path))
+    with conn:
+        for script in MIGRATIONS[:11]:
+            conn.execute(script)
+        conn.execute("PRAGMA user_version = 11")
+        conn.execute(
+            "INSERT INTO conversations (session_id, created_at, updated_at) VALUES ('s', 't', 't')"
+        )
+        conn.execute(
+            "INSERT INTO messages (conversation_id, seq, role, content, content_shape, "
+            "token_count, created_at, client_id, replay_hash) "
+            "VALUES (1, 1, 'user', 'before', 'string', 2, 't', 'old', x'00')"
+        )
+    conn.close()
+    engine = Brain(db_path, BrainConfig())
+    try:
+        assert engine.get_message("s", "old") == {"id": "old", "role": "user", "content": "before"}
+        kept = engine.ingest("s", [MessageIn("assistant", "x", extra={"annotations": []})])
+        assert engine.get_message("s", kept.messages[0].id)["annotations"] == []
+    finally:
+        engine.close()
