@@ -325,10 +325,11 @@ def test_an_older_database_is_a_warning_and_repair_migrates_it(
     db: Path, sql: apsw.Connection
 ) -> None:
     # A version-8 database: v9's graph tables and the rowid vectors table did not exist,
-    # nor v10's withheld marks.
+    # nor v10's withheld marks, nor v12's messages.extra.
     sql.execute("PRAGMA foreign_keys = OFF")
     with sql:
         sql.execute(
+            "ALTER TABLE messages DROP COLUMN extra; "
             "DROP INDEX summaries_hidden; DROP INDEX summaries_replaces; "
             "ALTER TABLE summaries DROP COLUMN hidden_by; "
             "ALTER TABLE summaries DROP COLUMN replaces; "

@@ -272,7 +272,8 @@ def test_a_database_from_before_withholding_hides_summaries_of_suppressed_text_o
             "DROP INDEX summaries_hidden; DROP INDEX summaries_replaces; "
             "ALTER TABLE summaries DROP COLUMN hidden_by; "
             "ALTER TABLE summaries DROP COLUMN replaces; "
-            "ALTER TABLE summary_sources DROP COLUMN omitted; PRAGMA user_version = 10"
+            "ALTER TABLE summary_sources DROP COLUMN omitted; "
+            "ALTER TABLE messages DROP COLUMN extra; PRAGMA user_version = 10"
         )
     sql.close()
     brain = Brain(path, SMALL_BRAIN)
