@@ -248,7 +248,10 @@ def test_a_compaction_rebuilds_withheld_summaries_before_folding_more(small: Bra
     small.ingest("s", _secret_turns(40, secret_at=2))
     small.compact("s")
     small.suppress(["m2"], session="s")
-    small.ingest("s", _turns(40, secret_at=-1)[:20])
+    more = _turns(20, secret_at=-1)
+    small.ingest(
+        "s", [MessageIn(m.role, m.content, client_id=f"more{i}") for i, m in enumerate(more)]
+    )
     report = small.compact("s")
     assert report.rebuilt >= 1
     assert not small.withheld_sessions()
