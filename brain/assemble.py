@@ -1,7 +1,11 @@
 """Assemble: the model-ready message list for a session under a token budget.
 
 Order is the context list's order: summaries (as XML-wrapped user messages)
-and raw messages, oldest first. The fresh tail is always included whole.
+and raw messages, oldest first, except that system messages before the tail
+come first. The fresh tail is always included whole, and so are the system
+messages (they are pinned: the instructions a model runs under are never the
+"oldest message" to drop; compaction never folds them either). Their cost
+counts against the budget like the tail's.
 The rest of the budget goes first to summaries, newest first (they are small
 and stand for everything older), then to the raw messages before the tail,
 newest first; each stops at the first item that does not fit. Tool calls and
@@ -29,6 +33,7 @@ import orjson
 from brain.config import CompactionConfig
 from brain.context import Conversation, Item, conversation, items, mark_flushed, tail_start
 from brain.dag import Summary, load_summaries, summary_xml, withheld_xml
+from brain.errors import NotFound
 from brain.messages import StoredMessage, load_messages
 from brain.render import (
     STUB_PREFIX,
@@ -118,6 +123,8 @@ class _View:
     positions: list[int]
     entries: dict[tuple[str, int], _Entry] = field(default_factory=dict)
     summary_indices: list[int] = field(default_factory=list)
+    system_positions: set[int] = field(default_factory=set)
+    """Positions of the (visible) system messages: pinned, never dropped."""
 
 
 class Assembler:
@@ -131,16 +138,27 @@ class Assembler:
         self._views: dict[int, _View] = {}
 
     def assemble(self, store: Store, session: str, options: AssembleOptions) -> Assembled:
-        """Build the context for ``session`` (``NotFound`` for an unknown session)."""
-        conv = conversation(store, session)
+        """Build the context for ``session``.
+
+        A session with no messages yet (the first turn of a chat) has an empty
+        context; asking does not create the session.
+        """
+        try:
+            conv = conversation(store, session)
+        except NotFound:
+            return _empty(options)
+        return self._assemble(store, conv, options)
+
+    def _assemble(self, store: Store, conv: Conversation, options: AssembleOptions) -> Assembled:
         view = self._view(store, conv)
-        tail_count = options.fresh_tail_count or self.config.fresh_tail_count
-        start = tail_start(store, conv, tail_count)
+        start = tail_start(store, conv, options.fresh_tail_count or self.config.fresh_tail_count)
         cut = bisect.bisect_left(view.positions, start)
-        prefix, tail = view.items[:cut], view.items[cut:]
+        tail = view.items[cut:]
+        pinned, prefix = _pinned(view, view.items[:cut])
 
         tail_cost = sum(i.token_count for i in tail)
-        room = options.budget - tail_cost
+        pinned_cost = sum(i.token_count for i in pinned)
+        room = options.budget - tail_cost - pinned_cost
         recall_cost = _recall_cost(options.recall_block, room)
         room -= recall_cost
         picked: dict[int, bool] = {}  # pos -> shown as a stub
@@ -163,8 +181,12 @@ class Assembler:
                     break
                 picked[item.pos] = stubbed
                 room -= cost
-        chosen = [(i, picked[i.pos]) for i in prefix if i.pos in picked]
+        # System messages first (OpenAI wants them there; Anthropic takes them
+        # out into ``system`` wherever they are).
+        chosen = [(i, False) for i in pinned]
+        chosen += [(i, picked[i.pos]) for i in prefix if i.pos in picked]
         chosen += [(i, False) for i in tail]
+        kept = len(pinned) + len(tail)  # never given up: the pinned and the tail
         self._ensure_entries(store, view, [i for i, _ in chosen])
         paired, report, tokens = _paired(store, conv.id, view, chosen)
         tokens += recall_cost
@@ -173,11 +195,12 @@ class Assembler:
         # turn split around a dropped call). Then give up the least wanted
         # items before the tail, raw history oldest first and then summaries,
         # until the whole fits or only the tail is left.
-        while tokens > options.budget and len(chosen) > len(tail):
+        while tokens > options.budget and len(chosen) > kept:
             over = tokens - options.budget
             drop: set[int] = set()
             for item, stubbed in sorted(
-                chosen[: len(chosen) - len(tail)], key=lambda c: (not c[0].is_message, c[0].pos)
+                chosen[len(pinned) : len(chosen) - len(tail)],
+                key=lambda c: (not c[0].is_message, c[0].pos),
             ):
                 drop.add(item.pos)
                 over -= view.entries[_key(item)].stub_cost if stubbed else item.token_count
@@ -203,7 +226,7 @@ class Assembler:
             system=system,
             tokens=tokens,
             budget=options.budget,
-            over_budget=tail_cost > options.budget or tokens > options.budget,
+            over_budget=tail_cost + pinned_cost > options.budget or tokens > options.budget,
             fresh_tail={"count": len(tail), "tokens": tail_cost, "first_seq": start},
             included={"summaries": summaries_in, "messages": len(chosen) - summaries_in},
             dropped={
@@ -238,6 +261,7 @@ class Assembler:
             view.summary_indices += [
                 len(view.items) + n for n, i in enumerate(new) if not i.is_message
             ]
+            view.system_positions |= _system_positions(store, conv.id, view.items[-1].pos)
             view.items += new
             view.positions += [i.pos for i in new]
             view.version = conv.context_version
@@ -251,6 +275,7 @@ class Assembler:
             [i.pos for i in loaded],
             {k: v for k, v in old.items() if k[0] == "m"},  # messages never change
             [n for n, i in enumerate(loaded) if not i.is_message],
+            _system_positions(store, conv.id, 0),
         )
         if len(self._views) >= _VIEW_LIMIT:
             self._views.pop(next(iter(self._views)))
@@ -311,6 +336,45 @@ class Assembler:
         return True
 
 
+def _pinned(view: _View, prefix: list[Item]) -> tuple[list[Item], list[Item]]:
+    """``prefix`` split into its system messages (pinned) and the rest."""
+    if not view.system_positions:
+        return [], prefix
+    pinned = [i for i in prefix if i.pos in view.system_positions]
+    return pinned, [i for i in prefix if i.pos not in view.system_positions]
+
+
+def _empty(options: AssembleOptions) -> Assembled:
+    """The context of a session with no messages: nothing, at no cost."""
+    return Assembled(
+        messages=[],
+        system=None,
+        tokens=0,
+        budget=options.budget,
+        over_budget=False,
+        fresh_tail={"count": 0, "tokens": 0, "first_seq": 1},
+        included={"summaries": 0, "messages": 0},
+        dropped={"summaries": 0, "messages": 0},
+        pairing=asdict(PairingReport(0, 0, 0, 0)),
+        stubbed=0,
+        context_tokens=0,
+        flush_recommended=False,
+    )
+
+
+def _system_positions(store: Store, conversation_id: int, after_pos: int) -> set[int]:
+    """Positions after ``after_pos`` of the visible system messages in the context list."""
+    return {
+        int(r[0])
+        for r in store.execute(
+            "SELECT c.pos FROM context_items c CROSS JOIN messages m ON m.id = c.message_id "
+            "WHERE c.conversation_id = ? AND c.pos > ? AND m.role = 'system' "
+            "AND m.suppressed_at IS NULL",
+            (conversation_id, after_pos),
+        )
+    }
+
+
 def _recall_cost(block: str | None, room: int) -> int:
     """What the recall block takes from the room (0: none, or it does not fit).
 
@@ -324,8 +388,11 @@ def _recall_cost(block: str | None, room: int) -> int:
 
 
 def _with_recall(turns: list[Turn], block: str) -> list[Turn]:
-    """``turns`` with a user turn holding ``block`` right after the last summary turn."""
+    """``turns`` with a user turn holding ``block`` right after the last summary turn
+    (or the leading system messages)."""
     at = 0
+    while at < len(turns) and turns[at].role == "system":
+        at += 1
     for i, turn in enumerate(turns):
         if turn.source.startswith("sum_"):
             at = i + 1

@@ -48,7 +48,7 @@ from brain.dag import (
     source_refs,
     summary_cost,
 )
-from brain.messages import StoredMessage, load_messages
+from brain.messages import StoredMessage, load_messages, speaker
 from brain.progress import Progress, ignore
 from brain.store import Store
 from brain.summarize import (
@@ -520,11 +520,13 @@ def _leaf_chunk(store: Store, conversation_id: int, tail: int, cap_tokens: int) 
 
     A tool call is not separated from its result: the chunk grows past the cap
     to take results that come after it (outside the tail), or ends before the
-    call when the result is inside the tail.
+    call when the result is inside the tail. System messages are never folded
+    (assembly pins them): the run starts after them and ends at the next one.
     """
     first = store.one(
-        "SELECT pos FROM context_items WHERE conversation_id = ? AND message_id IS NOT NULL "
-        "AND pos < ? ORDER BY pos LIMIT 1",
+        "SELECT c.pos FROM context_items c CROSS JOIN messages m ON m.id = c.message_id "
+        "WHERE c.conversation_id = ? AND c.pos < ? AND m.role <> 'system' "
+        "ORDER BY c.pos LIMIT 1",
         (conversation_id, tail),
     )
     if first is None:
@@ -536,16 +538,18 @@ def _leaf_chunk(store: Store, conversation_id: int, tail: int, cap_tokens: int) 
     while not done:
         rows = list(
             store.execute(
-                "SELECT pos, message_id, summary_id, depth, token_count FROM context_items "
-                "WHERE conversation_id = ? AND pos > ? AND pos < ? ORDER BY pos LIMIT ?",
+                "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count, "
+                "m.role = 'system' FROM context_items c LEFT JOIN messages m "
+                "ON m.id = c.message_id WHERE c.conversation_id = ? AND c.pos > ? AND c.pos < ? "
+                "ORDER BY c.pos LIMIT ?",
                 (conversation_id, pos, tail, _CHUNK_SCAN),
             )
         )
         if not rows:
             break
         for row in rows:
-            item = Item(*row)
-            if not item.is_message or (chunk and total + item.token_count > cap_tokens):
+            item = Item(*row[:5])
+            if not item.is_message or row[5] or (chunk and total + item.token_count > cap_tokens):
                 done = True
                 break
             chunk.append(item)
@@ -756,7 +760,9 @@ def _remaining(store: Store, summary: Summary) -> _Remaining:
 
 
 def _message_item(m: StoredMessage) -> SourceItem:
-    return SourceItem(ref=m.id, role=m.role, text=m.content, at=m.created_at)
+    return SourceItem(
+        ref=m.id, role=m.role, text=m.content, at=m.created_at, name=speaker(m.role, m.name)
+    )
 
 
 def _summary_item(s: Summary) -> SourceItem:

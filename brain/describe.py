@@ -92,6 +92,7 @@ def expand(
                     "id": m.id,
                     "seq": m.seq,
                     "role": m.role,
+                    "name": m.name,  # who said it, when given
                     "created_at": m.created_at,
                     "content": m.content,
                     "tokens": m.token_count,

@@ -51,6 +51,19 @@ class StoredMessage:
     suppressed: bool = False
 
 
+def speaker(role: str, name: str | None) -> str | None:
+    """Who said a message: its ``name`` for user, assistant and system messages.
+
+    A tool message's ``name`` is the tool's (OpenAI), not a speaker's.
+    """
+    return name if name and role in ("user", "assistant", "system") else None
+
+
+def with_speaker(text: str, name: str | None) -> str:
+    """``Name: text`` when there is a name (formats with no name field say it this way)."""
+    return f"{name}: {text}" if name else text
+
+
 # Ids go in as one JSON array (json_each), so any number of them is one
 # statement with one binding and no SQL is ever built from values.
 _BY_IDS: Final = (

@@ -28,7 +28,7 @@ import orjson
 from brain.dag import Summary, children, source_message_ids, summary_by_id
 from brain.errors import NotFound, ProviderError
 from brain.ingest import GENERATED_ID
-from brain.messages import load_messages
+from brain.messages import load_messages, speaker, with_speaker
 from brain.search import STOP_WORDS, GrepOptions, grep
 from brain.store import Store
 from brain.tokens import estimate_tokens
@@ -58,6 +58,8 @@ class Passage:
     ordinal: int
     text: str
     summary: str | None
+    name: str | None = None
+    """The speaker's name, when given: the passage's line says who said it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,7 @@ def gather(
                     i,
                     text,
                     covering.get(message.row_id),
+                    speaker(message.role, message.name),
                 )
             )
     terms = _words(prompt) + (_words(query) if query else [])
@@ -350,7 +353,7 @@ def _extractive(gathered: Gathered, max_tokens: int) -> dict[str, Any]:
 
 
 def _line(passage: Passage) -> str:
-    return f"{passage.text} [{passage.message_id}]"
+    return f"{with_speaker(passage.text, passage.name)} [{passage.message_id}]"
 
 
 def _synthesis_prompt(prompt: str, passages: str, max_tokens: int) -> list[dict[str, str]]:

@@ -26,7 +26,7 @@ from typing import Any, Final, Literal, cast
 import orjson
 
 from brain.content import FILE_MARKER
-from brain.messages import StoredMessage, StoredPart
+from brain.messages import StoredMessage, StoredPart, speaker, with_speaker
 from brain.tokens import BLOCK_OVERHEAD, IMAGE_TOKENS, estimate_tokens, message_cost
 
 BlockType = Literal["text", "image", "file", "tool_call", "tool_result", "reasoning", "other"]
@@ -69,6 +69,8 @@ class Turn:
 
     ``seq`` is the message's seq (a summary's first seq); ``synthetic`` marks
     a turn ``pair_tools`` made up to answer a call that never got a result.
+    ``name`` is the speaker's name as ingested (user, assistant and system
+    messages; a tool message's name is its tool's, kept on its result block).
     """
 
     role: Role
@@ -76,6 +78,7 @@ class Turn:
     source: str
     seq: int
     synthetic: bool = False
+    name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +104,11 @@ def turn_from_message(msg: StoredMessage) -> Turn:
     reasoning, which stays reasoning (it is never shown as text).
     """
     role = _role(msg.role)
+    name = speaker(msg.role, msg.name)
     if not msg.parts:
         plain = msg.content_shape == "string" and msg.content
-        return Turn(role, (Block("text", msg.content),) if plain else (), msg.id, msg.seq)
+        only = (Block("text", msg.content),) if plain else ()
+        return Turn(role, only, msg.id, msg.seq, name=name)
     result = next((p for p in msg.parts if p.origin == "message" and p.kind == "tool_result"), None)
     blocks: list[Block] = []
     if result is not None:
@@ -120,7 +125,7 @@ def turn_from_message(msg: StoredMessage) -> Turn:
             block = None  # a tool message's content blocks are its result's text
         if block is not None:
             blocks.append(block)
-    return Turn(role, tuple(blocks), msg.id, msg.seq)
+    return Turn(role, tuple(blocks), msg.id, msg.seq, name=name)
 
 
 def summary_turn(summary_id: str, xml: str, seq: int) -> Turn:
@@ -230,13 +235,16 @@ def render_openai(turns: Sequence[Turn]) -> list[dict[str, Any]]:
         for msg in out[start:]:
             if msg["role"] != "tool":
                 msg["content"] = _openai_content(msg["content"])
+                if turn.name:
+                    msg["name"] = turn.name
     return out
 
 
 def render_anthropic(turns: Sequence[Turn]) -> tuple[str | None, list[dict[str, Any]]]:
     """Turns as Anthropic messages: (system text or None, messages).
 
-    System turns are joined into the system text. Tool results go in user
+    System turns are joined into the system text. Anthropic messages carry
+    no name: a named speaker's first text block starts ``Name: ``. Tool results go in user
     messages (before any other block there, as the API requires), tool calls
     are ``tool_use`` blocks whose ``input`` is the parsed arguments (``{}``
     when they do not parse to an object). Consecutive messages of one role
@@ -249,7 +257,10 @@ def render_anthropic(turns: Sequence[Turn]) -> tuple[str | None, list[dict[str, 
     messages: list[dict[str, Any]] = []
     for turn in turns:
         if turn.role == "system":
-            system.extend(b.text for b in turn.blocks if b.type == "text" and b.text.strip())
+            texts = [b.text for b in turn.blocks if b.type == "text" and b.text.strip()]
+            if texts:
+                texts[0] = with_speaker(texts[0], turn.name)
+            system.extend(texts)
             continue
         for role, block in _anthropic_blocks(turn):
             if messages and messages[-1]["role"] == role:
@@ -666,6 +677,7 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
     """(role, block) for each block of a turn the Anthropic API can take."""
     role = "assistant" if turn.role == "assistant" else "user"
     out: list[tuple[str, dict[str, Any]]] = []
+    name = turn.name  # said once, before the turn's first text
     for block in turn.blocks:
         match block.type:
             case "tool_result":
@@ -674,7 +686,9 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
                 out.append(("assistant", _anthropic_call(block)))
             case "text":
                 if block.text.strip():  # the API rejects whitespace-only text
-                    out.append((role, {"type": "text", "text": block.text}))
+                    text = with_speaker(block.text, name)
+                    name = None
+                    out.append((role, {"type": "text", "text": text}))
             case "reasoning":
                 thinking = _anthropic_thinking(block.data or {})
                 if thinking is not None and role == "assistant":

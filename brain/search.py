@@ -94,6 +94,8 @@ class Hit:
     created_at: str
     seq: int | None = None
     role: str | None = None
+    name: str | None = None
+    """Who said a message hit (its ingested ``name``), if it was given."""
 
 
 def grep(store: Store, options: GrepOptions, nearest: Nearest | None = None) -> list[Hit]:
@@ -102,14 +104,44 @@ def grep(store: Store, options: GrepOptions, nearest: Nearest | None = None) -> 
     ``nearest`` answers the vector side of semantic and hybrid searches.
     """
     if options.mode == "regex":
-        return _regex(store, options)
-    if options.mode in ("semantic", "hybrid"):
+        hits = _regex(store, options)
+    elif options.mode in ("semantic", "hybrid"):
         if nearest is None:
             raise InvalidInput("mode", f"{options.mode} search needs a vector index")
         if options.mode == "semantic":
-            return _semantic(store, options, nearest)
-        return _hybrid(store, options, nearest)
-    return _full_text(store, options)
+            hits = _semantic(store, options, nearest)
+        else:
+            hits = _hybrid(store, options, nearest)
+    else:
+        hits = _full_text(store, options)
+    return _with_names(store, hits)
+
+
+def _with_names(store: Store, hits: list[Hit]) -> list[Hit]:
+    """Message hits with their speakers' names, looked up in one statement.
+
+    Done once here rather than in each search's query: the hits are few, the
+    queries many.
+    """
+    wanted = [[h.session, h.seq] for h in hits if h.kind == "message" and h.seq is not None]
+    if not wanted:
+        return hits
+    names = {
+        (str(r[0]), int(r[1])): str(r[2])
+        for r in store.execute(
+            "SELECT c.session_id, m.seq, m.name FROM json_each(?) j "
+            "CROSS JOIN conversations c ON c.session_id = j.value ->> 0 "
+            "CROSS JOIN messages m ON m.conversation_id = c.id AND m.seq = j.value ->> 1 "
+            "WHERE m.name IS NOT NULL",
+            (orjson.dumps(wanted).decode(),),
+        )
+    }
+    return [
+        replace(h, name=names[(h.session, h.seq)])
+        if h.kind == "message" and h.seq is not None and (h.session, h.seq) in names
+        else h
+        for h in hits
+    ]
 
 
 # -- semantic and hybrid ------------------------------------------------------------

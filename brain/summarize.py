@@ -63,6 +63,8 @@ class SourceItem:
     text: str
     at: str
     earliest_at: str | None = None
+    name: str | None = None
+    """The speaker's name (user, assistant, system messages), said instead of the role."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +369,7 @@ class _Extraction:
 
     def _prefix(self, item: SourceItem) -> str:
         if not self.condensed:
-            return f"[{short_time(item.at)}] {item.role}: "
+            return f"[{short_time(item.at)}] {_who(item)}: "
         end = short_time(item.at)
         if item.earliest_at is None:
             return f"[{end}]\n"
@@ -645,7 +647,12 @@ def _verbatim(request: SummaryRequest, max_tokens: int) -> str:
 def _source_line(item: SourceItem) -> str:
     if item.role == "summary":
         return item.text
-    return f"[{short_time(item.at)}] {item.role}: {item.text}"
+    return f"[{short_time(item.at)}] {_who(item)}: {item.text}"
+
+
+def _who(item: SourceItem) -> str:
+    """Who said a source message: ``Name (role)`` when a name was given, else the role."""
+    return f"{item.name} ({item.role})" if item.name else item.role
 
 
 def _clip(text: str, limit: int) -> str:
