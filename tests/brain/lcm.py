@@ -71,6 +71,7 @@ class Row:
     content: str
     token_count: int
     human: bool  # a user message that is not only tool results
+    name: str | None = None
 
 
 def message_rows(brain: Brain, session: str) -> list[Row]:
@@ -78,8 +79,8 @@ def message_rows(brain: Brain, session: str) -> list[Row]:
     store = brain.store
     conv = conversation(store, session)
     rows = []
-    for row_id, client_id, seq, role, content, tokens in store.execute(
-        "SELECT id, client_id, seq, role, content, token_count FROM messages "
+    for row_id, client_id, seq, role, content, tokens, name in store.execute(
+        "SELECT id, client_id, seq, role, content, token_count, name FROM messages "
         "WHERE conversation_id = ? ORDER BY seq",
         (conv.id,),
     ):
@@ -89,7 +90,16 @@ def message_rows(brain: Brain, session: str) -> list[Row]:
         }
         human = role == "user" and (not kinds or kinds != {"tool_result"})
         rows.append(
-            Row(row_id, public_message_id(row_id, client_id), seq, role, content, tokens, human)
+            Row(
+                row_id,
+                public_message_id(row_id, client_id),
+                seq,
+                role,
+                content,
+                tokens,
+                human,
+                name,
+            )
         )
     return rows
 
@@ -325,8 +335,9 @@ def assert_assembled(brain: Brain, session: str, result: Assembled, fmt: str) ->
     assert all(t.startswith('<summary id="sum_') for t in texts if "<summary" in t[:10])
 
     # Every text of the tail's messages is in the output, in order, after the summaries.
+    # Anthropic has no name field: a named speaker's text starts "Name: ".
     wanted = [
-        r.content
+        f"{r.name}: {r.content}" if fmt == "anthropic" and r.name else r.content
         for r in message_rows(brain, session)
         if r.seq >= tail["first_seq"] and r.role in ("user", "assistant") and _plain(brain, r)
     ]

@@ -321,6 +321,70 @@ def test_another_engines_ingest_and_compaction_are_seen_on_the_next_assemble(
     assert assemble(small, "s", 100_000).messages[-1]["content"] == "one more thing"
 
 
-def test_assembling_an_unknown_session_is_not_found(small: Brain) -> None:
+def test_assembling_a_session_with_no_messages_yet_is_an_empty_context(small: Brain) -> None:
+    before = small.info().conversations
+    for fmt in FORMATS:
+        result = small.assemble("nobody", AssembleOptions(budget=100, format=fmt))
+        assert result.messages == []
+        assert result.system is None
+        assert result.tokens == 0
+        assert not result.over_budget
+        assert result.included == {"summaries": 0, "messages": 0}
+        assert result.fresh_tail["count"] == 0
+    assert small.info().conversations == before  # asking created nothing
     with pytest.raises(NotFound):
-        small.assemble("nobody", AssembleOptions(budget=100))
+        small.compact("nobody")  # still no such session
+
+
+SYSTEM = "You are a careful assistant. Answer in English. Never delete files."
+
+
+def test_a_system_message_is_pinned_first_and_counted_while_older_history_is_dropped(
+    small: Brain,
+) -> None:
+    small.ingest("s", [MessageIn("system", SYSTEM), *chat(60)])
+    cost = small.assemble("s", AssembleOptions(budget=1_000_000)).tokens
+    for budget in (300, 600, cost - 1):
+        result = assemble(small, "s", budget)
+        assert result.messages[0] == {"role": "system", "content": SYSTEM}
+        assert [m["role"] for m in result.messages].count("system") == 1
+        assert result.dropped["messages"] > 0  # older history gave way, not the system message
+        assert result.tokens <= budget
+        anthropic = assemble(small, "s", budget, "anthropic")
+        assert anthropic.system == SYSTEM
+        assert anthropic.tokens <= budget
+
+
+def test_compaction_never_folds_a_system_message(small: Brain) -> None:
+    small.ingest("s", [*chat(20), MessageIn("system", SYSTEM), *chat(40, start=20)])
+    small.compact("s")
+    result = assemble(small, "s", 1_000)
+    assert result.included["summaries"] >= 1
+    assert result.messages[0] == {"role": "system", "content": SYSTEM}
+    summaries = " ".join(t for t in output_texts(result.messages, "openai") if "<summary" in t)
+    assert SYSTEM not in summaries
+    assert assemble(small, "s", 1_000, "anthropic").system == SYSTEM
+
+
+def test_speaker_names_are_kept_as_openai_names_and_anthropic_prefixes(small: Brain) -> None:
+    small.ingest(
+        "s",
+        [
+            MessageIn("system", "Moderate the meeting.", name="chair"),
+            MessageIn("user", "I propose we ship on Friday.", name="Alice"),
+            MessageIn("user", "Friday is too early for me.", name="Bob"),
+            MessageIn("assistant", "Noted: Alice wants Friday, Bob objects.", name="scribe"),
+            MessageIn("user", "No name on this one."),
+        ],
+    )
+    openai = assemble(small, "s", 10_000).messages
+    assert [m.get("name") for m in openai] == ["chair", "Alice", "Bob", "scribe", None]
+    anthropic = assemble(small, "s", 10_000, "anthropic")
+    assert anthropic.system == "chair: Moderate the meeting."
+    texts = output_texts(anthropic.messages, "anthropic")
+    assert texts == [
+        "Alice: I propose we ship on Friday.",
+        "Bob: Friday is too early for me.",
+        "scribe: Noted: Alice wants Friday, Bob objects.",
+        "No name on this one.",
+    ]
