@@ -94,7 +94,9 @@ def test_speaker_names_are_kept_in_assemble_grep_expand_query_and_summaries(
         for i in range(100)  # past the fresh tail, so compaction folds the meeting
     ]
     with Client.spawn(tmp_path / "b.db") as client:
-        client.call("ingest", {"session": "s", "messages": [*MEETING, *filler]})
+        ids = client.call("ingest", {"session": "s", "messages": [*MEETING, *filler]})["ids"]
+        described = client.call("describe", {"id": ids[0], "session": "s"})
+        assert described["message"]["name"] == "Alice"  # as it was sent
 
         openai = client.call("assemble", {"session": "s", "budget": 100_000})["messages"]
         assert [m.get("name") for m in openai[:3]] == ["Alice", "Bob", "scribe"]
