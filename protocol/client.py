@@ -45,8 +45,14 @@ def _decode(line: bytes) -> dict[str, Any] | None:
 def daemon_command(
     db: str | os.PathLike[str], args: Sequence[str] = (), python: str | None = None
 ) -> list[str]:
-    """The argv that starts a daemon on ``db`` with this interpreter."""
-    return [python or sys.executable, "-m", "daemon", "--db", os.fspath(db), *args]
+    """The argv that starts a daemon on ``db`` with this interpreter.
+
+    ``-P`` (Python 3.11+) keeps the working directory off ``sys.path``: with
+    plain ``-m`` a host running from a clone, or any directory holding a
+    ``brain/`` or ``daemon/`` folder, would import those instead of the
+    installed packages. ``PYTHONPATH`` and the environment still apply.
+    """
+    return [python or sys.executable, "-P", "-m", "daemon", "--db", os.fspath(db), *args]
 
 
 @dataclass
@@ -95,7 +101,13 @@ class Client:
         stderr: int | IO[Any] | None = None,
         cwd: str | Path | None = None,
     ) -> Self:
-        """Start ``python -m daemon --db DB [args]`` and connect to it."""
+        """Start ``python -P -m daemon --db DB [args]`` and connect to it.
+
+        The daemon's logs go to ``stderr``: by default (None) the host's own
+        stderr, inherited; pass an open file to keep them, or
+        ``subprocess.DEVNULL`` to drop them. ``cwd`` never shadows the
+        installed packages (see ``daemon_command``).
+        """
         proc = subprocess.Popen(
             daemon_command(db, args),
             stdin=subprocess.PIPE,
@@ -289,9 +301,15 @@ class Client:
 class AsyncClient:
     """An anyio client over a child daemon; use ``async with AsyncClient.spawn(db)``."""
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        stderr: int | IO[Any] | None = None,
+    ) -> None:
         self._command = list(command)
         self._env = None if env is None else dict(env)
+        self._stderr = stderr
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
         self._proc: anyio.abc.Process | None = None
@@ -306,12 +324,18 @@ class AsyncClient:
         *,
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        stderr: int | IO[Any] | None = None,
     ) -> Self:
-        """A client that starts ``python -m daemon --db DB`` when entered."""
-        return cls(daemon_command(db, args), env)
+        """A client that starts ``python -P -m daemon --db DB`` when entered.
+
+        Its logs go to ``stderr`` as for ``Client.spawn`` (default: the host's).
+        """
+        return cls(daemon_command(db, args), env, stderr)
 
     async def __aenter__(self) -> Self:
-        self._proc = await anyio.open_process(self._command, env=self._env, stderr=None)
+        self._proc = await anyio.open_process(
+            self._command, env=self._env, stderr=self._stderr
+        )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._read_loop)

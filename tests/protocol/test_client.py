@@ -66,3 +66,47 @@ def test_sync_client_carries_a_grant_that_the_daemon_enforces(tmp_path: Path) ->
         assert [h["session"] for h in hits] == ["mine"]
         with pytest.raises(ScopeDenied):
             client.call("grep", {"query": "session", "session": "theirs"}, grant=grant)
+
+
+def _shadowing_checkout(root: Path) -> Path:
+    """A host's working directory holding folders named like the packages (a clone)."""
+    for package in ("brain", "daemon", "protocol"):
+        (root / package).mkdir(parents=True)
+        (root / package / "__init__.py").write_text("")
+    return root
+
+
+def test_sync_client_works_from_a_directory_holding_brain_and_daemon_folders(
+    tmp_path: Path,
+) -> None:
+    host = _shadowing_checkout(tmp_path / "host")
+    log = tmp_path / "daemon.log"
+    with (
+        log.open("wb") as stderr,
+        Client.spawn(tmp_path / "s.db", stderr=stderr, cwd=host) as client,
+    ):
+        message = {"role": "user", "content": "spawned beside a clone"}
+        assert client.call("ingest", {"session": "s", "message": message})["ingested"] == 1
+        assert client.close() == 0
+    assert b"cannot import" not in log.read_bytes()
+
+
+def test_async_client_works_from_a_directory_holding_brain_and_daemon_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(_shadowing_checkout(tmp_path / "host"))
+
+    async def main() -> int | None:
+        async with AsyncClient.spawn(tmp_path / "a.db", stderr=subprocess.DEVNULL) as client:
+            assert await client.call("ping") == {"pong": True}
+        return client.returncode
+
+    assert anyio.run(main) == 0
+
+
+def test_client_logs_go_to_the_stderr_given_to_spawn(tmp_path: Path) -> None:
+    log = tmp_path / "daemon.log"
+    with log.open("wb") as stderr, Client.spawn(tmp_path / "l.db", stderr=stderr) as client:
+        client.call("ping")
+        assert client.close() == 0
+    assert log.read_bytes()  # the daemon's start/stop lines landed in the file
