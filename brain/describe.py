@@ -57,6 +57,7 @@ def describe(
             "id": target,
             "seq": row[1],
             "session": row[2],
+            "created_at": store.scalar("SELECT created_at FROM messages WHERE id = ?", (row[0],)),
             "covered_by": _covering_summary(store, row[0]),
             "message": get_message(row[0]),
             "suppressed": row[3],
@@ -72,6 +73,8 @@ def expand(
 
     Level by level (children before grandchildren), each level in time order,
     so a small cap gives an overview and a larger one reaches the messages.
+    A first item that alone costs more than the cap comes back cut to it
+    (``truncated`` on the item), so a small cap never answers with nothing.
     """
     root = _scoped_summary(store, summary_id, scope)
     out: list[dict[str, Any]] = []
@@ -106,6 +109,14 @@ def expand(
                 cost = int(entry["tokens"])
                 if spent + cost > max_tokens:
                     truncated = True
+                    if not out:
+                        # Nothing fits otherwise: half a summary beats an empty answer.
+                        entry["content"] = _truncate(str(entry["content"]), max_tokens)
+                        entry["tokens"] = estimate_tokens(entry["content"])
+                        entry["truncated"] = True
+                        out.append(entry)
+                        reached.append(str(entry["id"]))
+                        spent += int(entry["tokens"])
                     break
                 out.append(entry)
                 reached.append(str(entry["id"]))

@@ -85,12 +85,25 @@ def test_expanding_any_summary_reaches_its_messages_as_they_were_sent(
             described_message = small.describe(message_id, session=session)
             assert described_message["id"] == message_id
             assert described_message["message"] == as_sent(sent[message_id])
-        # Under a cap: a prefix of the full walk, within the cap, truncated when cut.
+        # Under a cap: a prefix of the full walk, within the cap, truncated when cut;
+        # never empty: a first item over the cap alone comes back cut to it.
         cap = data.draw(st.integers(1, max(1, full["tokens"])), label="cap")
         part = small.expand(described["id"], session=session, max_tokens=cap)
-        assert part["items"] == full["items"][: len(part["items"])]
+        whole = [e for e in part["items"] if "truncated" not in e]
+        assert whole == full["items"][: len(whole)]
+        assert part["items"]
+        if not whole:
+            (cut,) = part["items"]
+            first = full["items"][0]
+            assert cut["truncated"] and first["content"].startswith(cut["content"])
+            same = ("content", "tokens", "truncated")
+            assert {k: v for k, v in cut.items() if k not in same} == {
+                k: v for k, v in first.items() if k not in same
+            }
+        else:
+            assert whole == part["items"]
         assert part["tokens"] == sum(e["tokens"] for e in part["items"]) <= cap
-        assert part["truncated"] == (len(part["items"]) < len(full["items"]))
+        assert part["truncated"] == (len(whole) < len(full["items"]))
 
 
 # -- summaries --------------------------------------------------------------------------------
