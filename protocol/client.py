@@ -333,9 +333,7 @@ class AsyncClient:
         return cls(daemon_command(db, args), env, stderr)
 
     async def __aenter__(self) -> Self:
-        self._proc = await anyio.open_process(
-            self._command, env=self._env, stderr=self._stderr
-        )
+        self._proc = await anyio.open_process(self._command, env=self._env, stderr=self._stderr)
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._read_loop)

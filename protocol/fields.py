@@ -2,13 +2,16 @@
 
 Every params type's ``from_obj`` uses a ``Fields`` reader, then calls
 ``done()``, which rejects members it did not read, so a misspelt option is an
-error rather than silently ignored.
+error rather than silently ignored. A reader given the ``known`` member names
+rejects the others up front, so a misspelt ``sesion`` is reported as itself
+(with the likely intended name) rather than as the ``session`` it hides.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Final
 
 from protocol.errors import InvalidParams
@@ -19,12 +22,21 @@ MAX_STR: Final = 512
 class Fields:
     """A cursor over one JSON object; ``where`` is its path (``params.messages[2]``)."""
 
-    def __init__(self, obj: Any, where: str = "params") -> None:
+    def __init__(
+        self, obj: Any, where: str = "params", known: Collection[str] | None = None
+    ) -> None:
         if not isinstance(obj, dict):
             raise InvalidParams(f"{where}: must be an object")
         self.obj: dict[str, Any] = obj
         self.where = where
+        self.known = None if known is None else frozenset(known)
         self._read: set[str] = set()
+        if self.known is not None:
+            # Before any other check: a misspelt field would otherwise surface as
+            # the absence of the one it was meant to be ("session: required").
+            unknown = sorted(k for k in obj if k not in self.known)
+            if unknown:
+                raise self._unknown(unknown, self.known)
 
     def path(self, name: str) -> str:
         """The dotted path of a member, for error messages."""
@@ -32,6 +44,9 @@ class Fields:
 
     def raw(self, name: str) -> Any:
         """The member's value as it is (None when absent), marked as read."""
+        if self.known is not None and name not in self.known:
+            # A programming error, hit by any test of the method: keep ``known`` whole.
+            raise AssertionError(f"{self.path(name)} is read but not among the known fields")
         self._read.add(name)
         return self.obj.get(name)
 
@@ -118,4 +133,10 @@ class Fields:
             if k not in self._read and not (ignore_null and v is None)
         )
         if unknown:
-            raise InvalidParams(f"{self.path(unknown[0])}: unknown field", {"unknown": unknown})
+            raise self._unknown(unknown, self._read)
+
+    def _unknown(self, unknown: list[str], known: Collection[str]) -> InvalidParams:
+        """The error naming the first unknown member, and the known one it resembles."""
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return InvalidParams(f"{self.path(unknown[0])}: unknown field{hint}", {"unknown": unknown})

@@ -2,7 +2,8 @@
 
 Each params type has ``from_obj(params) -> instance`` that validates
 everything and raises ``InvalidParams`` naming the offending field, so a
-handler never sees bad input. ``METHODS`` lists every method with its params
+handler never sees bad input. ``FIELDS`` lists the members each type takes:
+an unknown one is refused first, so a typo is named as itself. ``METHODS`` lists every method with its params
 type and a one-line description; the daemon must implement exactly these, and
 the README's protocol reference is checked against this table.
 """
@@ -10,7 +11,7 @@ the README's protocol reference is checked against this table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, Self
+from typing import Any, ClassVar, Final, Protocol, Self
 
 from protocol.errors import InvalidParams
 from protocol.fields import Fields
@@ -25,6 +26,8 @@ MAX_DEPTH: Final = 64
 class Params(Protocol):
     """What every params type provides."""
 
+    FIELDS: ClassVar[tuple[str, ...]]
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self: ...
 
@@ -33,9 +36,12 @@ class Params(Protocol):
 class NoParams:
     """Params of a method that takes none (``{}`` or absent)."""
 
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        Fields(obj).done()
+        Fields(obj, known=cls.FIELDS).done()
         return cls()
 
 
@@ -148,9 +154,12 @@ class IngestParams:
     session_key: str | None = None
     single: bool = False
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("session", "session_key", "messages", "message")
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         session = f.required_str("session")
         session_key = f.optional_str("session_key")
         batch = f.optional_list("messages", max_items=MAX_BATCH)
@@ -191,9 +200,20 @@ class AssembleParams:
     stub_tokens: int = 1_000
     recall: str | None = None
 
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "session",
+        "budget",
+        "format",
+        "fresh_tail",
+        "stubs",
+        "stub_tokens",
+        "recall",
+    )
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         session = f.required_str("session")
         budget = f.optional_int("budget", default=-1, minimum=1, maximum=MAX_BUDGET)
         if budget == -1:
@@ -214,9 +234,12 @@ class CompactParams:
     session: str
     target_tokens: int | None = None
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("session", "target_tokens")
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         session = f.required_str("session")
         target = f.optional_int("target_tokens", default=-1, minimum=0, maximum=MAX_BUDGET)
         f.done()
@@ -237,9 +260,19 @@ class LookupParams:
     lines: tuple[int, int] | None = None
     include_suppressed: bool = False
 
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "id",
+        "session",
+        "all",
+        "max_tokens",
+        "lines",
+        "include_suppressed",
+    )
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         target = f.required_str("id", max_len=MAX_ID_LEN)
         session = f.optional_str("session")
         everything = f.optional_bool("all", default=False)
@@ -272,9 +305,12 @@ class SuppressParams:
     ids: tuple[str, ...]
     session: str | None
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("ids", "session", "all")
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         raw = f.optional_list("ids", max_items=1_000)
         if not raw:
             raise InvalidParams("params.ids: required, a non-empty array of ids")
@@ -320,9 +356,23 @@ class GrepParams:
     limit: int = 20
     fusion: str = GREP_DEFAULT_FUSION
 
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "query",
+        "mode",
+        "session",
+        "session_key",
+        "all",
+        "scope",
+        "since",
+        "before",
+        "limit",
+        "fusion",
+    )
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         query = f.required_str("query", max_len=4_096)
         mode = f.choice("mode", GREP_MODES, "full_text")
         session = f.optional_str("session")
@@ -365,9 +415,21 @@ class QueryParams:
     threshold: float = 0.2
     max_fired: int = 32
 
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "query",
+        "chat_id",
+        "top_k",
+        "max_hops",
+        "max_chars",
+        "record",
+        "threshold",
+        "max_fired",
+    )
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         query = f.required_str("query", max_len=16_384)
         chat_id = f.optional_str("chat_id", max_len=MAX_ID_LEN)
         top_k = f.optional_int("top_k", default=8, minimum=1, maximum=256)
@@ -401,9 +463,20 @@ class TeachParams:
     metadata: dict[str, Any] | None = None
     links: tuple[str, ...] = ()
 
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "content",
+        "kind",
+        "chat_id",
+        "authority",
+        "dedup_key",
+        "metadata",
+        "links",
+    )
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        return cls._parse(Fields(obj), None)
+        return cls._parse(Fields(obj, known=cls.FIELDS), None)
 
     @classmethod
     def _parse(cls, f: Fields, kind: str | None) -> Self:
@@ -429,9 +502,12 @@ class TeachParams:
 class CorrectionParams(TeachParams):
     """``correction``: ``teach`` with kind correction: ``{"content", "chat_id"?, ...}``."""
 
+    FIELDS: ClassVar[tuple[str, ...]] = tuple(f for f in TeachParams.FIELDS if f != "kind")
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        return cls._parse(Fields(obj), "correction")
+        return cls._parse(Fields(obj, known=cls.FIELDS), "correction")
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,9 +522,12 @@ class LearnParams:
     chat_id: str | None = None
     useful: tuple[str, ...] = ()
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("outcome", "trace_id", "chat_id", "useful")
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         outcome = f.optional_number("outcome")
         if outcome is None:
             raise InvalidParams("params.outcome: required")
@@ -468,9 +547,12 @@ class TraceParams:
     trace_id: str | None = None
     chat_id: str | None = None
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("trace_id", "chat_id")
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         trace_id = f.optional_str("trace_id", max_len=MAX_ID_LEN)
         chat_id = f.optional_str("chat_id", max_len=MAX_ID_LEN)
         f.done()
@@ -495,9 +577,12 @@ class SyncParams:
     paths: tuple[str, ...] = ()
     authority: tuple[tuple[str, str], ...] = ()
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("workspace", "paths", "authority")
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         workspace = f.required_str("workspace", max_len=MAX_PATH_LEN)
         raw_paths = f.optional_list("paths", max_items=1_000) or []
         for i, path in enumerate(raw_paths):
@@ -541,9 +626,12 @@ class BootstrapParams:
     session_key: str | None = None
     on_fork: str = "refuse"
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("session", "path", "session_key", "on_fork")
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         session = f.required_str("session")
         path = f.required_str("path", max_len=MAX_PATH_LEN)
         session_key = f.optional_str("session_key")
@@ -567,9 +655,19 @@ class ExpandQueryParams:
     query: str | None = None
     max_tokens: int = 2_000
 
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "prompt",
+        "session",
+        "all",
+        "summary_ids",
+        "query",
+        "max_tokens",
+    )
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         prompt = f.required_str("prompt", max_len=16_384)
         session = f.optional_str("session")
         everything = f.optional_bool("all", default=False)
@@ -618,9 +716,12 @@ class GrantParams:
     token_cap: int
     ttl_s: float
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("sessions", "session_key", "methods", "token_cap", "ttl_s")
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         raw_sessions = f.optional_list("sessions", max_items=1_000)
         sessions = tuple(_strings(raw_sessions or [], f.path("sessions")))
         session_key = f.optional_str("session_key")
@@ -653,9 +754,12 @@ class RevokeParams:
 
     grant_id: str
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("grant_id",)
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         grant_id = f.required_str("grant_id", max_len=GRANT_ID_LEN)
         f.done()
         return cls(grant_id)
@@ -682,9 +786,18 @@ class MaintainParams:
     dry_run: bool = False
     knobs: tuple[tuple[str, float | int], ...] = ()
 
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "tasks",
+        "dry_run",
+        *_MAINTAIN_RATIOS,
+        *_MAINTAIN_POSITIVE,
+        *_MAINTAIN_COUNTS,
+    )
+    """The params members it takes; any other is refused before anything else."""
+
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj)
+        f = Fields(obj, known=cls.FIELDS)
         raw = f.optional_list("tasks", max_items=len(MAINTAIN_TASKS))
         tasks: tuple[str, ...] = MAINTAIN_TASKS
         if raw is not None:

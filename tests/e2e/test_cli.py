@@ -91,6 +91,18 @@ def test_brain_call_with_bad_params_exits_nonzero_naming_the_field(db_path: Path
     assert error["message"].startswith("params.message.")
 
 
+def test_brain_call_with_a_misspelt_field_names_it_rather_than_the_field_it_hides(
+    db_path: Path,
+) -> None:
+    done = _brain("call", "grep", '{"query":"x","sesion":"s"}', "--db", str(db_path))
+    assert done.returncode != 0
+    assert _json(done)["error"] == {
+        "code": errors.InvalidParams.CODE,
+        "message": "params.sesion: unknown field (did you mean session?)",
+        "data": {"unknown": ["sesion"]},
+    }
+
+
 def test_brain_call_with_params_that_are_not_json_exits_nonzero_and_prints_nothing(
     db_path: Path,
 ) -> None:
