@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
 import anyio
 import orjson
 
-from daemon.config import OPTIONS, DaemonConfig, load_config
+from daemon.config import OPTIONS, SCOPES, DaemonConfig, load_config
 from daemon.logs import configure_logging, log
 
 if TYPE_CHECKING:
@@ -39,7 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.params = extra[0]
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    flags = {o.key: getattr(args, o.key) for o in OPTIONS}
+    # A command takes only its scopes' options as flags; the rest come from the
+    # file or the environment.
+    flags = {o.key: getattr(args, o.key, None) for o in OPTIONS}
     try:
         config = load_config(flags, config_file=args.config)
     except (ValueError, OSError) as exc:
@@ -301,15 +303,75 @@ class ProgressBar:
             self.stream.flush()
 
 
+class _Version(argparse.Action):
+    """``--version``: prints ``brain <version>`` and exits; imports the version only then."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **_ignored: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any, **__: Any) -> None:
+        from brain.version import __version__
+
+        print(f"brain {__version__}")
+        parser.exit()
+
+
+_SCOPE_TITLES: Final = {
+    "common": "database and logging",
+    "store": "storage",
+    "engine": "engine and providers",
+    "serve": "serving",
+}
+
+
+def _options(command: str) -> list[argparse.ArgumentParser]:
+    """Parent parsers holding the configuration flags ``command`` takes, by scope."""
+    parent = argparse.ArgumentParser(add_help=False)
+    for scope in SCOPES[command]:
+        group = parent.add_argument_group(f"{_SCOPE_TITLES[scope]} options")
+        if scope == "common":
+            group.add_argument("--config", help="TOML config file (default $BRAIN_CONFIG)")
+        for option in OPTIONS:
+            if option.scope != scope:
+                continue
+            choices = option.choices
+            group.add_argument(
+                f"--{option.key.replace('_', '-')}",
+                dest=option.key,
+                # Shown, not enforced here: the option's own parser takes any case
+                # and names the option in its error.
+                metavar="{" + ",".join(choices) + "}" if choices else option.key.upper(),
+                help=f"{option.help} (${option.env})",
+            )
+    return [parent]
+
+
+def _methods_epilog() -> str:
+    from protocol.methods import METHODS
+
+    width = max(len(name) for name in METHODS)
+    lines = [f"  {name:<{width}}  {spec.summary}" for name, spec in METHODS.items()]
+    return "methods (params and results: README, Protocol reference):\n" + "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="brain", description="Memory daemon for AI agents (NDJSON over stdio)."
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the daemon on stdin/stdout")
+    serve = sub.add_parser(
+        "serve", help="run the daemon on stdin/stdout", parents=_options("serve")
+    )
     serve.set_defaults(func=_serve)
-    call = sub.add_parser("call", help="run one request and print its result")
-    call.add_argument("method", help="method name, e.g. info")
+    call = sub.add_parser(
+        "call",
+        help="run one request and print its result",
+        parents=_options("call"),
+        epilog=_methods_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    call.add_argument("method", help="method name, e.g. info (listed below)")
     call.add_argument("params", nargs="?", help="params as JSON ('-' reads stdin)")
     call.add_argument(
         "--progress",
@@ -318,7 +380,9 @@ def _parser() -> argparse.ArgumentParser:
         help="show a progress bar on stderr (default: when stderr is a terminal)",
     )
     call.set_defaults(func=_call)
-    sync = sub.add_parser("sync", help="index a workspace's markdown files into the graph")
+    sync = sub.add_parser(
+        "sync", help="index a workspace's markdown files into the graph", parents=_options("sync")
+    )
     sync.add_argument("--workspace", required=True, help="the workspace directory")
     sync.add_argument(
         "--path",
@@ -329,7 +393,9 @@ def _parser() -> argparse.ArgumentParser:
     sync.add_argument("--json", action="store_true", help="print the report as JSON")
     sync.set_defaults(func=_sync)
     maintain = sub.add_parser(
-        "maintain", help="decay, merge, prune, connect and scale the retrieval graph"
+        "maintain",
+        help="decay, merge, prune, connect and scale the retrieval graph",
+        parents=_options("maintain"),
     )
     maintain.add_argument(
         "--tasks", help="comma-separated: health,decay,merge,prune,connect,scale (default all)"
@@ -343,7 +409,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     maintain.add_argument("--json", action="store_true", help="print the report as JSON")
     maintain.set_defaults(func=_maintain)
-    boot = sub.add_parser("bootstrap", help="import a session's JSONL transcript (resumable)")
+    boot = sub.add_parser(
+        "bootstrap",
+        help="import a session's JSONL transcript (resumable)",
+        parents=_options("bootstrap"),
+    )
     boot.add_argument("file", help="the transcript: an OpenClaw session or {role, content} lines")
     boot.add_argument("--session", required=True, help="the session to import into")
     boot.add_argument("--session-key", help="file the session under this key")
@@ -355,22 +425,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     boot.add_argument("--json", action="store_true", help="print the report as JSON")
     boot.set_defaults(func=_bootstrap)
-    doc = sub.add_parser("doctor", help="check the database's invariants; --repair fixes")
+    doc = sub.add_parser(
+        "doctor",
+        help="check the database's invariants; --repair fixes",
+        parents=_options("doctor"),
+    )
     doc.add_argument("--repair", action="store_true", help="repair what loses no data")
     doc.add_argument(
         "--deep", action="store_true", help="full integrity_check and sha256 of every payload"
     )
     doc.add_argument("--json", action="store_true", help="print the report as JSON")
     doc.set_defaults(func=_doctor)
-    for p in (serve, call, sync, maintain, boot, doc):
-        p.add_argument("--config", help="TOML config file (default $BRAIN_CONFIG)")
-        for option in OPTIONS:
-            p.add_argument(
-                f"--{option.key.replace('_', '-')}",
-                dest=option.key,
-                metavar=option.key.upper(),
-                help=f"{option.help} (${option.env})",
-            )
     return parser
 
 

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 from brain.config import BrainConfig
 
 LogFormat = Literal["console", "json"]
-EmbedderKind = Literal["static", "hash", "openai", "onnx"]
+EmbedderKind = Literal["static", "onnx", "openai", "hash"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,23 @@ class DaemonConfig:
                 )
 
 
+Scope = Literal["common", "store", "engine", "serve"]
+"""Which commands take an option as a flag (every spelling works in a file or the
+environment): ``common`` all of them; ``store`` those that open the database
+(``doctor`` included); ``engine`` those that run the engine (all but ``doctor``);
+``serve`` only ``brain serve``."""
+
+SCOPES: Final[dict[str, tuple[Scope, ...]]] = {
+    "serve": ("common", "store", "engine", "serve"),
+    "call": ("common", "store", "engine"),
+    "sync": ("common", "store", "engine"),
+    "maintain": ("common", "store", "engine"),
+    "bootstrap": ("common", "store", "engine"),
+    "doctor": ("common", "store"),
+}
+"""The option scopes each ``brain`` command takes as flags."""
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """One setting: its key (TOML and flag name), environment variable and parser."""
@@ -82,6 +99,12 @@ class Option:
     help: str
     target: Literal["daemon", "brain", "compaction"] = "daemon"
     attr: str | None = None  # the config attribute, when it differs from ``key``
+    scope: Scope = "engine"
+
+    @property
+    def choices(self) -> tuple[str, ...] | None:
+        """The accepted values of an enumerated option (for ``--help``), else None."""
+        return self.parse.choices if isinstance(self.parse, Choice) else None
 
 
 def _positive_int(text: str) -> int:
@@ -113,54 +136,91 @@ def _text(text: str) -> str:
     return text
 
 
-def _choice(*choices: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        value = text.lower() if choices[0].islower() else text.upper()
-        if value not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}, got {text!r}")
-        return value
+class Choice:
+    """Parses one of ``choices``, in any case; ``--help`` shows them."""
 
-    return parse
+    def __init__(self, *choices: str) -> None:
+        self.choices = choices
+
+    def __call__(self, text: str) -> str:
+        value = text.lower() if self.choices[0].islower() else text.upper()
+        if value not in self.choices:
+            raise ValueError(f"must be one of {', '.join(self.choices)}, got {text!r}")
+        return value
 
 
 OPTIONS: Final[tuple[Option, ...]] = (
-    Option("db", "BRAIN_DB", lambda s: Path(s).expanduser(), "database file"),
-    Option("max_line_bytes", "BRAIN_MAX_LINE_BYTES", _positive_int, "longest request line"),
-    Option("max_inflight", "BRAIN_MAX_INFLIGHT", _positive_int, "requests in progress at once"),
+    Option("db", "BRAIN_DB", lambda s: Path(s).expanduser(), "database file", scope="common"),
+    Option(
+        "max_line_bytes",
+        "BRAIN_MAX_LINE_BYTES",
+        _positive_int,
+        "longest request line",
+        scope="serve",
+    ),
+    Option(
+        "max_inflight",
+        "BRAIN_MAX_INFLIGHT",
+        _positive_int,
+        "requests in progress at once",
+        scope="serve",
+    ),
     Option(
         "max_queued_request_bytes",
         "BRAIN_MAX_QUEUED_REQUEST_BYTES",
         _positive_int,
         "request bytes held (read, not yet answered) before reading pauses",
+        scope="serve",
     ),
     Option(
         "max_unread_output_bytes",
         "BRAIN_MAX_UNREAD_OUTPUT_BYTES",
         _positive_int,
         "answer bytes the client has not read before reading pauses",
+        scope="serve",
     ),
     Option(
-        "autosave_writes", "BRAIN_AUTOSAVE_WRITES", _positive_int, "save after this many writes"
+        "autosave_writes",
+        "BRAIN_AUTOSAVE_WRITES",
+        _positive_int,
+        "save after this many writes",
+        scope="serve",
     ),
     Option(
-        "autosave_seconds", "BRAIN_AUTOSAVE_SECONDS", _positive_float, "save this often if dirty"
+        "autosave_seconds",
+        "BRAIN_AUTOSAVE_SECONDS",
+        _positive_float,
+        "save this often if dirty",
+        scope="serve",
     ),
     Option(
         "shutdown_timeout_s",
         "BRAIN_SHUTDOWN_TIMEOUT_S",
         _positive_float,
         "bound on finishing in-flight requests when stopping",
+        scope="serve",
     ),
     Option(
         "watchdog_stall_s",
         "BRAIN_WATCHDOG_STALL_S",
         _positive_float,
         "withhold systemd's WATCHDOG=1 once no database work completed for this long",
+        scope="serve",
     ),
     Option(
-        "log_level", "BRAIN_LOG_LEVEL", _choice("debug", "info", "warning", "error"), "log level"
+        "log_level",
+        "BRAIN_LOG_LEVEL",
+        Choice("debug", "info", "warning", "error"),
+        "log level",
+        scope="common",
     ),
-    Option("log_format", "BRAIN_LOG_FORMAT", _choice("console", "json"), "stderr log format"),
+    Option(
+        "log_format",
+        "BRAIN_LOG_FORMAT",
+        Choice("console", "json"),
+        "stderr log format",
+        scope="common",
+    ),
     Option(
         "large_payload_tokens",
         "BRAIN_LARGE_PAYLOAD_TOKENS",
@@ -168,20 +228,28 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "blocks above this go to payload files",
         "brain",
     ),
-    Option("busy_timeout_ms", "BRAIN_BUSY_TIMEOUT_MS", _positive_int, "wait for a lock", "brain"),
+    Option(
+        "busy_timeout_ms",
+        "BRAIN_BUSY_TIMEOUT_MS",
+        _positive_int,
+        "wait for a lock",
+        "brain",
+        scope="store",
+    ),
     Option(
         "recall_mode",
         "BRAIN_RECALL_MODE",
-        _choice("off", "shadow", "on"),
+        Choice("off", "shadow", "on"),
         "assemble's graph recall block by default: off, shadow (traced) or on (shown)",
         "brain",
     ),
     Option(
         "synchronous",
         "BRAIN_SYNCHRONOUS",
-        _choice("FULL", "NORMAL", "EXTRA"),
+        Choice("FULL", "NORMAL", "EXTRA"),
         "SQLite synchronous",
         "brain",
+        scope="store",
     ),
     Option(
         "trace_max_count",
@@ -239,7 +307,7 @@ OPTIONS: Final[tuple[Option, ...]] = (
     Option(
         "embedder",
         "BRAIN_EMBEDDER",
-        _choice("static", "hash", "openai", "onnx"),
+        Choice("static", "onnx", "openai", "hash"),
         "embedder for semantic search; a change re-embeds everything",
     ),
     Option(

@@ -3,9 +3,10 @@
 Each params type has ``from_obj(params) -> instance`` that validates
 everything and raises ``InvalidParams`` naming the offending field, so a
 handler never sees bad input. ``FIELDS`` lists the members each type takes:
-an unknown one is refused first, so a typo is named as itself. ``METHODS`` lists every method with its params
-type and a one-line description; the daemon must implement exactly these, and
-the README's protocol reference is checked against this table.
+an unknown one is refused first, so a typo is named as itself. ``METHODS``
+lists every method with its params type and a one-line description; the
+daemon must implement exactly these, and the README's protocol reference is
+checked against this table.
 """
 
 from __future__ import annotations

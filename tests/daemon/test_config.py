@@ -104,7 +104,7 @@ def test_provider_options_without_embedder_openai_are_refused_not_ignored() -> N
 
 
 def test_an_unknown_embedder_names_the_choices() -> None:
-    with pytest.raises(ValueError, match="--embedder: must be one of static, hash, openai, onnx"):
+    with pytest.raises(ValueError, match="--embedder: must be one of static, onnx, openai, hash"):
         load_config(_no_flags() | {"embedder": "bert"}, {})
 
 

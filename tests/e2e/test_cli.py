@@ -13,6 +13,7 @@ import pytest
 
 from brain import __version__
 from protocol import errors
+from protocol.methods import METHODS
 from tests.e2e.conftest import BRAIN, DEADLINE, create_db, stored_client_ids
 
 
@@ -168,3 +169,45 @@ def test_the_offline_commands_refuse_a_missing_database_and_create_nothing(
     assert done.returncode != 0
     assert b"does not exist" in done.stderr or b"no database" in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_brain_version_prints_the_package_version() -> None:
+    done = _brain("--version")
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == f"brain {__version__}\n"
+
+
+def test_each_subcommand_help_lists_only_the_options_it_takes() -> None:
+    doctor = _brain("doctor", "--help").stdout.decode()
+    for own in ("--repair", "--deep", "--json", "--db", "--config", "--busy-timeout-ms"):
+        assert own in doctor
+    for other in ("--max-inflight", "--embedder", "--llm-model", "--fresh-tail-count"):
+        assert other not in doctor
+    call = _brain("call", "--help").stdout.decode()
+    assert "--embedder" in call
+    assert "--max-inflight" not in call
+    assert "--max-inflight" in _brain("serve", "--help").stdout.decode()
+
+
+def test_a_flag_of_another_command_is_refused_by_name(db_path: Path) -> None:
+    done = _brain("doctor", "--db", str(db_path), "--max-inflight", "4")
+    assert done.returncode == 2
+    assert b"unrecognized arguments: --max-inflight" in done.stderr
+
+
+def test_serve_help_shows_the_choices_of_enumerated_options() -> None:
+    done = _brain("serve", "--help")
+    assert done.returncode == 0
+    text = done.stdout.decode()
+    assert "--embedder {static,onnx,openai,hash}" in text
+    assert "--log-level {debug,info,warning,error}" in text
+
+
+def test_call_help_lists_every_method_with_its_summary() -> None:
+    text = _brain("call", "--help").stdout.decode()
+    listed = dict(
+        line.strip().split(maxsplit=1)
+        for line in text.split("methods (", 1)[1].splitlines()[1:]
+        if line.strip()
+    )
+    assert listed == {name: spec.summary for name, spec in METHODS.items()}
