@@ -1,6 +1,7 @@
 """The ``brain`` command: ``brain serve`` (the daemon), ``brain call`` (one request),
-``brain sync`` (index a workspace's markdown into the graph) and ``brain doctor``
-(check and repair a database).
+``brain sync`` (index a workspace's markdown into the graph), ``brain doctor``
+(check and repair a database) and ``brain tools`` (model-facing tool definitions;
+no database).
 
 ``python -m daemon [options]`` is ``brain serve [options]``.
 """
@@ -39,6 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.params = extra[0]
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "tools":  # needs no database, configuration or logging
+        return _tools(args)
     # A command takes only its scopes' options as flags; the rest come from the
     # file or the environment.
     flags = {o.key: getattr(args, o.key, None) for o in OPTIONS}
@@ -268,6 +271,15 @@ def _bootstrap(config: DaemonConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _tools(args: argparse.Namespace) -> int:
+    """Print the model-facing tool definitions (``protocol.tools``) as JSON."""
+    from protocol.tools import definitions
+
+    text = orjson.dumps(definitions(args.format), option=orjson.OPT_INDENT_2)
+    sys.stdout.buffer.write(text + b"\n")
+    return 0
+
+
 class ProgressBar:
     """Renders ``progress`` notifications as one self-rewriting line on a stream."""
 
@@ -436,6 +448,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     doc.add_argument("--json", action="store_true", help="print the report as JSON")
     doc.set_defaults(func=_doctor)
+    tools = sub.add_parser(
+        "tools",
+        help="print model-facing tool definitions (JSON schemas) for a host agent",
+        description="Print the memory_* tool definitions a host gives its model: grep, "
+        "describe, expand, expand_query, query, teach, learn. They omit session: the host "
+        "adds it (protocol.tools.request). Needs no database.",
+    )
+    tools.add_argument(
+        "--format",
+        choices=("openai", "anthropic"),
+        default="openai",
+        help="OpenAI Chat Completions tools or Anthropic Messages tools (default openai)",
+    )
+    tools.set_defaults(func=_tools)
     return parser
 
 
