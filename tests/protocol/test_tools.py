@@ -1,0 +1,77 @@
+"""The model-facing tool definitions stay in step with the methods' params."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from protocol.methods import METHODS
+from protocol.tools import BY_NAME, TOOLS, definitions, request
+
+EXPECTED = {"grep", "describe", "expand", "expand_query", "query", "teach", "learn"}
+
+
+def _example(schema: dict[str, Any], name: str) -> Any:
+    """A valid value for one property schema: its first choice, its minimum, or a word."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema["type"]
+    if kind == "integer":
+        return schema.get("minimum", 1)
+    if kind == "number":
+        return 0.5
+    if kind == "array":
+        return [1, 2] if name == "lines" else ["sum_0123456789abcdef"]
+    return "2026-01-01T00:00:00Z" if name in ("since", "before") else "deploy key"
+
+
+def test_the_tools_cover_exactly_the_recall_and_learning_methods() -> None:
+    assert {t.method for t in TOOLS} == EXPECTED
+    assert all(t.name == f"memory_{t.method}" for t in TOOLS)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_every_schema_property_is_a_field_of_its_methods_params(fmt: str) -> None:
+    for item in definitions(fmt):
+        name = item["function"]["name"] if fmt == "openai" else item["name"]
+        schema = item["function"]["parameters"] if fmt == "openai" else item["input_schema"]
+        fields = METHODS[BY_NAME[name].method].params.FIELDS
+        assert set(schema["properties"]) <= set(fields), name
+        assert set(schema["required"]) <= set(schema["properties"]), name
+        # Scope is the host's: the model is never offered a wider read.
+        assert not {"session", "all", "session_key"} & set(schema["properties"]), name
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["required_only", "every_property"])
+def test_a_call_built_from_each_schema_parses_through_the_real_params_after_the_host_adds_session(
+    full: bool,
+) -> None:
+    for tool in TOOLS:
+        schema = tool.schema()
+        names = schema["properties"] if full else schema["required"]
+        arguments = {n: _example(schema["properties"][n], n) for n in names}
+        method, params = request(tool.name, arguments, session="s1")
+        assert method == tool.method
+        METHODS[method].params.from_obj(params)  # raises InvalidParams if out of step
+
+
+def test_the_host_session_replaces_any_scope_the_model_puts_in_its_call() -> None:
+    _, params = request("memory_grep", {"query": "x", "all": True, "session": "other"}, session="s1")
+    assert params == {"query": "x", "session": "s1"}
+    _, params = request("memory_query", {"query": "x"}, session="s1")
+    assert "session" not in params
+
+
+def test_an_expand_query_call_with_only_a_prompt_searches_for_the_prompt() -> None:
+    _, params = request("memory_expand_query", {"prompt": "where is the key?"}, session="s1")
+    assert params["query"] == "where is the key?"
+
+
+def test_the_formats_are_the_openai_and_anthropic_tool_shapes() -> None:
+    openai, anthropic = definitions("openai"), definitions("anthropic")
+    assert all(set(t) == {"type", "function"} and t["type"] == "function" for t in openai)
+    assert all(set(t["function"]) == {"name", "description", "parameters"} for t in openai)
+    assert all(set(t) == {"name", "description", "input_schema"} for t in anthropic)
+    with pytest.raises(ValueError, match="format"):
+        definitions("gemini")
