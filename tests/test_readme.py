@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import orjson
 
 from daemon.config import OPTIONS, DaemonConfig
 from protocol.errors import ERROR_CODES
 from protocol.methods import METHODS
+
+BRAIN = Path(sys.executable).parent / "brain"
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
@@ -62,3 +68,42 @@ def test_documented_defaults_match_the_code() -> None:
         section,
         re.MULTILINE,
     )
+
+
+def _blocks(section: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", section, re.DOTALL)
+
+
+def test_the_host_guides_per_turn_loop_runs_against_a_real_daemon(tmp_path: Path) -> None:
+    (code,) = _blocks(_section("### The per-turn loop"), "python")
+    assert '"/tmp/host.db"' in code
+    code = code.replace('"/tmp/host.db"', repr(str(tmp_path / "host.db")))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == "It lives in vault/ci."
+
+
+def test_the_host_guides_tool_commands_print_the_tool_definitions() -> None:
+    (block,) = _blocks(_section("### Tool definitions"), "sh")
+    commands = [line.split("#")[0].split() for line in block.splitlines() if line.strip()]
+    assert [c[-1] for c in commands] == ["openai", "anthropic"]
+    for argv in commands:
+        done = subprocess.run([str(BRAIN), *argv[1:]], capture_output=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr.decode()
+        assert len(orjson.loads(done.stdout)) == 7
+
+
+def test_the_host_guides_local_server_commands_take_their_options(tmp_path: Path) -> None:
+    """Each ``brain serve`` example starts (creating its database) and exits cleanly on
+    end of input: the flags exist and the settings are accepted (no server is called)."""
+    block = _blocks(_section("### Summaries and embeddings from a local model server"), "sh")
+    commands = [line for b in block for line in b.splitlines() if line.startswith("brain ")]
+    assert len(commands) == 3
+    for i, line in enumerate(commands):
+        argv = line.replace("/tmp/host.db", str(tmp_path / f"s{i}.db")).split()
+        done = subprocess.run(
+            [str(BRAIN), *argv[1:]], input=b"", capture_output=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, (line, done.stderr.decode())

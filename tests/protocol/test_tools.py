@@ -57,7 +57,9 @@ def test_a_call_built_from_each_schema_parses_through_the_real_params_after_the_
 
 
 def test_the_host_session_replaces_any_scope_the_model_puts_in_its_call() -> None:
-    _, params = request("memory_grep", {"query": "x", "all": True, "session": "other"}, session="s1")
+    _, params = request(
+        "memory_grep", {"query": "x", "all": True, "session": "other"}, session="s1"
+    )
     assert params == {"query": "x", "session": "s1"}
     _, params = request("memory_query", {"query": "x"}, session="s1")
     assert "session" not in params
