@@ -151,13 +151,29 @@ class Assembler:
 
     def _assemble(self, store: Store, conv: Conversation, options: AssembleOptions) -> Assembled:
         view = self._view(store, conv)
-        start = tail_start(store, conv, options.fresh_tail_count or self.config.fresh_tail_count)
+        count = options.fresh_tail_count
+        start = tail_start(store, conv, self.config.fresh_tail_count if count is None else count)
         cut = bisect.bisect_left(view.positions, start)
         tail = view.items[cut:]
         pinned, prefix = _pinned(view, view.items[:cut])
 
-        tail_cost = sum(i.token_count for i in tail)
         pinned_cost = sum(i.token_count for i in pinned)
+        tail_stubs: dict[int, bool] = {}  # pos -> shown as a stub (tail items)
+        shed: list[Item] = []
+        if sum(i.token_count for i in tail) + pinned_cost > options.budget:
+            tail, tail_stubs, shed = self._fit_tail(
+                store, conv, view, tail, options.budget - pinned_cost
+            )
+            if shed:
+                # Cut system messages stay pinned; the rest of the cut tail is history
+                # that did not fit (nothing before it fits either: there is no room).
+                pinned = pinned + [i for i in shed if i.pos in view.system_positions]
+                pinned_cost = sum(i.token_count for i in pinned)
+                start = tail[0].pos if tail else conv.max_seq + 1
+        tail_cost = sum(
+            view.entries[_key(i)].stub_cost if tail_stubs.get(i.pos) else i.token_count
+            for i in tail
+        )
         room = options.budget - tail_cost - pinned_cost
         recall_cost = _recall_cost(options.recall_block, room)
         room -= recall_cost
@@ -167,8 +183,9 @@ class Assembler:
         # newest first, stopping at the first item that does not fit. Costs
         # come from the items themselves; a rendered entry is needed only to
         # price a stub, so a cold call loads just what it shows.
-        summaries = [view.items[i] for i in view.summary_indices if i < cut]
-        raw = (i for i in reversed(prefix) if i.is_message)
+        # A cut tail leaves no room for anything older (and a gap would mislead).
+        summaries = [view.items[i] for i in view.summary_indices if i < cut and not shed]
+        raw = (i for i in reversed(prefix) if i.is_message and not shed)
         for candidates in (reversed(summaries), raw):
             for item in candidates:
                 stubbed = False
@@ -185,7 +202,7 @@ class Assembler:
         # out into ``system`` wherever they are).
         chosen = [(i, False) for i in pinned]
         chosen += [(i, picked[i.pos]) for i in prefix if i.pos in picked]
-        chosen += [(i, False) for i in tail]
+        chosen += [(i, tail_stubs.get(i.pos, False)) for i in tail]
         kept = len(pinned) + len(tail)  # never given up: the pinned and the tail
         self._ensure_entries(store, view, [i for i, _ in chosen])
         paired, report, tokens = _paired(store, conv.id, view, chosen)
@@ -239,6 +256,60 @@ class Assembler:
             flush_recommended=flush,
             recall_tokens=recall_cost,
             withheld=sum(1 for i, _ in chosen if view.entries[_key(i)].withheld),
+        )
+
+    def _fit_tail(
+        self, store: Store, conv: Conversation, view: _View, tail: list[Item], room: int
+    ) -> tuple[list[Item], dict[int, bool], list[Item]]:
+        """The fresh tail made to fit ``room``: (kept items, pos -> stubbed, cut items).
+
+        First the tail's large tool results become stubs (oldest first, until it
+        fits: a stub names the message ``describe`` recovers); then the tail is
+        cut from its oldest end, never past the newest user turn (which must
+        stay) and never between a tool call and a result after the cut. If even
+        that does not fit the caller reports ``over_budget``.
+        """
+        self._ensure_entries(store, view, tail)
+        entries = [view.entries[_key(i)] for i in tail]
+        costs = [i.token_count for i in tail]
+        stubbed: dict[int, bool] = {}
+        total = sum(costs)
+        for n, (item, entry) in enumerate(zip(tail, entries, strict=True)):
+            if total <= room:
+                break
+            if entry.stub is not None and entry.stub_cost < costs[n]:
+                total -= costs[n] - entry.stub_cost
+                costs[n] = entry.stub_cost
+                stubbed[item.pos] = True
+        if total <= room:
+            return tail, stubbed, []
+        # What must stay: the newest user turn and everything after it.
+        must = bisect.bisect_left([i.pos for i in tail], tail_start(store, conv, 0))
+        # A cut before index k is allowed when no result at k or later answers a
+        # call before k (a result answers the latest call of its id before it).
+        latest_call: dict[str, int] = {}
+        call_of = [len(tail)] * len(tail)  # per item: its results' earliest call index
+        for n, entry in enumerate(entries):
+            for block in entry.turn.blocks:
+                if block.call_id is None:
+                    continue
+                if block.type == "tool_result" and block.call_id in latest_call:
+                    call_of[n] = min(call_of[n], latest_call[block.call_id])
+                elif block.type == "tool_call":
+                    latest_call[block.call_id] = n
+        earliest_after = [len(tail)] * (len(tail) + 1)
+        for n in range(len(tail) - 1, -1, -1):
+            earliest_after[n] = min(earliest_after[n + 1], call_of[n])
+        keep = must
+        for k in range(min(must, len(tail)) + 1):
+            if earliest_after[k] >= k and sum(costs[k:]) <= room:
+                keep = k
+                break
+        kept = tail[keep:]
+        return (
+            kept,
+            {p: s for p, s in stubbed.items() if p >= (kept[0].pos if kept else 0)},
+            tail[:keep],
         )
 
     def forget(self, conversation_id: int | None = None) -> None:

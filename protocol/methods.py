@@ -220,7 +220,9 @@ class AssembleParams:
         if budget == -1:
             raise InvalidParams("params.budget: required")
         fmt = f.choice("format", FORMATS, "openai")
-        fresh_tail = f.optional_int("fresh_tail", default=0, minimum=1, maximum=100_000) or None
+        # 0 is "only what must stay": the newest user turn and what follows it.
+        tail = f.optional_int("fresh_tail", default=-1, minimum=0, maximum=100_000)
+        fresh_tail = None if tail == -1 else tail
         stubs = f.optional_bool("stubs", default=False)
         stub_tokens = f.optional_int("stub_tokens", default=1_000, minimum=1, maximum=MAX_BUDGET)
         recall = f.optional_choice("recall", RECALL_MODES)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,6 +164,85 @@ def test_the_tail_reaches_back_to_the_users_request_through_a_long_tool_loop(
 
 
 # -- budget -----------------------------------------------------------------------------------
+
+
+def tool_heavy(brain: Brain, session: str, *, anthropic: bool = False) -> list[MessageIn]:
+    """A coding session: a request, then 20 reads of ~600-token files, then a short answer."""
+    request = MessageIn("user", "read every file under src/ and fix the bug", client_id="req")
+    loop: list[MessageIn] = []
+    for i in range(20):
+        loop += [
+            call(f"t{i}", f"src/f{i}.py", anthropic=anthropic),
+            result(f"t{i}", f"def f{i}(x):\n    return x + {i}\n" * 100, anthropic=anthropic),
+        ]
+    done = MessageIn("assistant", "fixed: f3 returned the wrong value", client_id="done")
+    messages = [*chat(6), request, *loop, done]
+    brain.ingest(session, messages)
+    return messages
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_tool_heavy_tail_is_stubbed_to_fit_the_budget_with_its_pairs_and_request(
+    db_path: Path, fmt: Format
+) -> None:
+    with closing(Brain(db_path)) as brain:
+        tool_heavy(brain, "s", anthropic=fmt == "anthropic")
+        whole = assemble(brain, "s", 100_000, fmt)
+        assert whole.tokens > 12_000 and whole.stubbed == 0
+        out = assemble(brain, "s", 4_000, fmt)
+        assert not out.over_budget
+        assert out.tokens <= 4_000
+        texts = output_texts(out.messages, fmt)
+        assert "read every file under src/ and fix the bug" in texts
+        assert "fixed: f3 returned the wrong value" in texts
+        # Large results inside the tail became stubs naming the message describe recovers.
+        assert out.stubbed >= 10
+        stub = re.search(
+            r"\[Tool Output: (\S+) \| tool=read \| \d+ bytes\] src/f0\.py", str(out.messages)
+        )
+        assert stub, str(out.messages)[:400]
+        assert "return x + 0" in str(brain.describe(stub.group(1), session="s")["message"])
+        # Every call is still answered right after it (assert_assembled checked the
+        # pairs); the newest results stay whole while they fit.
+        assert "return x + 19" in str(out.messages)
+
+
+def test_a_tail_too_big_even_as_stubs_is_cut_to_the_newest_user_turn(db_path: Path) -> None:
+    with closing(Brain(db_path)) as brain:
+        brain.ingest("s", chat(40, words=200))  # ~300 tokens each: 12,000 in the tail
+        brain.ingest("s", [MessageIn("user", "and now?", client_id="q")])
+        out = assemble(brain, "s", 1_000)
+        assert not out.over_budget
+        assert out.tokens <= 1_000
+        assert output_texts(out.messages, "openai")[-1] == "and now?"
+        assert out.fresh_tail["count"] < 32
+        assert out.dropped["messages"] == 41 - out.fresh_tail["count"]
+
+
+def test_fresh_tail_zero_keeps_only_the_newest_user_turn_and_what_follows(db_path: Path) -> None:
+    with closing(Brain(db_path)) as brain:
+        messages = tool_heavy(brain, "s")
+        out = assemble(brain, "s", 100_000, fresh_tail_count=0)
+        assert out.fresh_tail["first_seq"] == 7  # the request
+        assert out.fresh_tail["count"] == len(messages) - 6
+        # Room left over goes to older history as usual.
+        assert out.included["messages"] == len(messages)
+        brain.ingest("s", [MessageIn("user", "thanks, now run the tests", client_id="q")])
+        only = assemble(brain, "s", 100_000, fresh_tail_count=0)
+        assert only.fresh_tail == {"count": 1, "tokens": only.fresh_tail["tokens"], "first_seq": 49}
+
+
+def test_a_newest_user_message_larger_than_the_budget_is_over_budget_alone(
+    db_path: Path,
+) -> None:
+    with closing(Brain(db_path)) as brain:
+        brain.ingest("s", chat(40))
+        huge = "please consider " + "word " * 3_000
+        brain.ingest("s", [MessageIn("user", huge, client_id="huge")])
+        out = assemble(brain, "s", 1_000)
+        assert out.over_budget
+        assert out.fresh_tail["count"] == 1
+        assert [m["content"] for m in out.messages] == [huge]
 
 
 def test_answers_made_up_for_unanswered_calls_stay_within_the_budget(small: Brain) -> None:
