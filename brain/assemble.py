@@ -151,25 +151,8 @@ class Assembler:
 
     def _assemble(self, store: Store, conv: Conversation, options: AssembleOptions) -> Assembled:
         view = self._view(store, conv)
-        count = options.fresh_tail_count
-        start = tail_start(store, conv, self.config.fresh_tail_count if count is None else count)
-        cut = bisect.bisect_left(view.positions, start)
-        tail = view.items[cut:]
-        pinned, prefix = _pinned(view, view.items[:cut])
-
+        start, cut, tail, tail_stubs, pinned, prefix, shed = self._split(store, conv, view, options)
         pinned_cost = sum(i.token_count for i in pinned)
-        tail_stubs: dict[int, bool] = {}  # pos -> shown as a stub (tail items)
-        shed: list[Item] = []
-        if sum(i.token_count for i in tail) + pinned_cost > options.budget:
-            tail, tail_stubs, shed = self._fit_tail(
-                store, conv, view, tail, options.budget - pinned_cost
-            )
-            if shed:
-                # Cut system messages stay pinned; the rest of the cut tail is history
-                # that did not fit (nothing before it fits either: there is no room).
-                pinned = pinned + [i for i in shed if i.pos in view.system_positions]
-                pinned_cost = sum(i.token_count for i in pinned)
-                start = tail[0].pos if tail else conv.max_seq + 1
         tail_cost = sum(
             view.entries[_key(i)].stub_cost if tail_stubs.get(i.pos) else i.token_count
             for i in tail
@@ -258,10 +241,38 @@ class Assembler:
             withheld=sum(1 for i, _ in chosen if view.entries[_key(i)].withheld),
         )
 
+    def _split(
+        self, store: Store, conv: Conversation, view: _View, options: AssembleOptions
+    ) -> tuple[int, int, list[Item], dict[int, bool], list[Item], list[Item], list[Item]]:
+        """The context list split for ``options``: (tail first seq, tail index in the
+        view, tail, its stubs, pinned system messages, the rest before the tail, what
+        was cut from the tail to fit the budget)."""
+        count = options.fresh_tail_count
+        start = tail_start(store, conv, self.config.fresh_tail_count if count is None else count)
+        cut = bisect.bisect_left(view.positions, start)
+        tail = view.items[cut:]
+        pinned, prefix = _pinned(view, view.items[:cut])
+
+        tail, tail_stubs, shed = self._fit_tail(store, conv, view, tail, options.budget, pinned)
+        if shed:
+            # Cut system messages stay pinned; the rest of the cut tail is history
+            # that did not fit (nothing before it fits either: there is no room).
+            pinned = pinned + [i for i in shed if i.pos in view.system_positions]
+            start = tail[0].pos if tail else conv.max_seq + 1
+        return start, cut, tail, tail_stubs, pinned, prefix, shed
+
     def _fit_tail(
-        self, store: Store, conv: Conversation, view: _View, tail: list[Item], room: int
+        self,
+        store: Store,
+        conv: Conversation,
+        view: _View,
+        tail: list[Item],
+        budget: int,
+        pinned: list[Item],
     ) -> tuple[list[Item], dict[int, bool], list[Item]]:
-        """The fresh tail made to fit ``room``: (kept items, pos -> stubbed, cut items).
+        """The fresh tail made to fit ``budget`` beside ``pinned``: (kept, pos -> stubbed, cut).
+
+        A tail that fits comes back whole.
 
         First the tail's large tool results become stubs (oldest first, until it
         fits: a stub names the message ``describe`` recovers); then the tail is
@@ -269,6 +280,9 @@ class Assembler:
         stay) and never between a tool call and a result after the cut. If even
         that does not fit the caller reports ``over_budget``.
         """
+        room = budget - sum(i.token_count for i in pinned)
+        if sum(i.token_count for i in tail) <= room:
+            return tail, {}, []
         self._ensure_entries(store, view, tail)
         entries = [view.entries[_key(i)] for i in tail]
         costs = [i.token_count for i in tail]
@@ -301,8 +315,11 @@ class Assembler:
         for n in range(len(tail) - 1, -1, -1):
             earliest_after[n] = min(earliest_after[n + 1], call_of[n])
         keep = must
+        pinned_cut = 0  # system messages cut from the tail stay (pinned first)
         for k in range(min(must, len(tail)) + 1):
-            if earliest_after[k] >= k and sum(costs[k:]) <= room:
+            if k and tail[k - 1].pos in view.system_positions:
+                pinned_cut += tail[k - 1].token_count
+            if earliest_after[k] >= k and sum(costs[k:]) + pinned_cut <= room:
                 keep = k
                 break
         kept = tail[keep:]

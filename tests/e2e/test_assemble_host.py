@@ -127,3 +127,66 @@ def test_speaker_names_are_kept_in_assemble_grep_expand_query_and_summaries(
         assert "Bob" in texts
         named = {i["name"] for i in leaves["items"] if i["kind"] == "message"}
         assert {"Alice", "Bob"} <= named
+
+
+def _tool_session(client: Client) -> None:
+    """A system prompt, a request, then 20 reads of ~600-token files and an answer."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        *_turns(6),
+        {"role": "user", "content": "read every file under src/ and fix the bug"},
+    ]
+    for i in range(20):
+        call = {
+            "id": f"t{i}",
+            "type": "function",
+            "function": {"name": "read", "arguments": f'{{"path": "src/f{i}.py"}}'},
+        }
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"t{i}", "content": f"def f{i}(x): ...\n" * 150},
+        ]
+    messages.append({"role": "assistant", "content": "fixed: f3 returned the wrong value"})
+    client.call("ingest", {"session": "s", "messages": messages})
+
+
+def test_a_tool_heavy_session_stays_within_budget_4000_with_stubs_pairs_and_the_request(
+    tmp_path: Path,
+) -> None:
+    with Client.spawn(tmp_path / "b.db") as client:
+        _tool_session(client)
+        for fresh_tail in (None, 0):
+            params: dict[str, Any] = {"session": "s", "budget": 4_000}
+            if fresh_tail is not None:
+                params["fresh_tail"] = fresh_tail
+            out = client.call("assemble", params)
+            assert out["tokens"] <= 4_000
+            assert out["over_budget"] is False
+            messages = out["messages"]
+            assert messages[0] == {"role": "system", "content": SYSTEM}
+            contents = [m.get("content") for m in messages]
+            assert "read every file under src/ and fix the bug" in contents
+            assert contents[-1] == "fixed: f3 returned the wrong value"
+            # Every tool result follows the assistant message holding its call.
+            for n, m in enumerate(messages):
+                if m["role"] == "tool":
+                    calls = [c["id"] for c in messages[n - 1].get("tool_calls", [])]
+                    assert m["tool_call_id"] in calls or messages[n - 1]["role"] == "tool"
+            stubs = [c for c in contents if str(c).startswith("[Tool Output: ")]
+            assert out["stubbed"] == len(stubs) >= 10
+            ref = re.match(r"\[Tool Output: (\S+) \|", stubs[0])
+            assert ref
+            described = client.call("describe", {"id": ref.group(1), "session": "s"})
+            assert "def f" in str(described["message"])
+
+
+def test_a_newest_user_message_larger_than_the_budget_comes_alone_and_over_budget(
+    tmp_path: Path,
+) -> None:
+    with Client.spawn(tmp_path / "b.db") as client:
+        client.call("ingest", {"session": "s", "messages": _turns(40)})
+        huge = "please consider " + "word " * 3_000
+        client.call("ingest", {"session": "s", "message": {"role": "user", "content": huge}})
+        out = client.call("assemble", {"session": "s", "budget": 1_000})
+        assert out["over_budget"] is True
+        assert out["messages"] == [{"role": "user", "content": huge}]
