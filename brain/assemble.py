@@ -2,8 +2,9 @@
 
 Order is the context list's order: summaries (as XML-wrapped user messages)
 and raw messages, oldest first, except that system messages before the tail
-come first. The fresh tail is always included whole, and so are the system
-messages (they are pinned: the instructions a model runs under are never the
+come first. The fresh tail is included whole while it fits (else its tool
+results become stubs, then it is cut down to the newest user turn: see
+``Assembler._fit_tail``), and the system messages always are (they are pinned: the instructions a model runs under are never the
 "oldest message" to drop; compaction never folds them either). Their cost
 counts against the budget like the tail's.
 The rest of the budget goes first to summaries, newest first (they are small
@@ -12,8 +13,8 @@ newest first; each stops at the first item that does not fit. Tool calls and
 results are then paired (``render.pair_tools``) and the result rendered in
 OpenAI or Anthropic shape.
 
-Costs are the items' stored token counts (one estimator everywhere): the
-reported ``tokens`` minus the tail never exceeds the budget.
+Costs are the items' stored token counts (one estimator everywhere; a stub's
+own cost when stubbed): ``tokens`` never exceeds the budget unless ``over_budget``.
 
 A per-conversation view (items and rendered turns) is cached in memory and
 revalidated by the conversation's ``context_version`` on every call, so a
