@@ -4,8 +4,9 @@ Order is the context list's order: summaries (as XML-wrapped user messages)
 and raw messages, oldest first, except that system messages before the tail
 come first. The fresh tail is included whole while it fits (else its tool
 results become stubs, then it is cut down to the newest user turn: see
-``Assembler._fit_tail``), and the system messages always are (they are pinned: the instructions a model runs under are never the
-"oldest message" to drop; compaction never folds them either). Their cost
+``Assembler._fit_tail``), and the system messages always are (they are
+pinned: the instructions a model runs under are never the "oldest message"
+to drop; compaction never folds them either). Their cost
 counts against the budget like the tail's.
 The rest of the budget goes first to summaries, newest first (they are small
 and stand for everything older), then to the raw messages before the tail,

@@ -128,7 +128,7 @@ def test_assembled_contexts_keep_budget_tail_summaries_and_tool_pairs(
 # -- the fresh tail ---------------------------------------------------------------------------
 
 
-def test_the_fresh_tail_comes_whole_even_over_budget(small: Brain) -> None:
+def test_below_the_newest_user_turn_only_the_tail_comes_and_is_over_budget(small: Brain) -> None:
     small.ingest("s", chat(10))
     small.compact("s")
     out = assemble(small, "s", 1)
