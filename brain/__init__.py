@@ -1,60 +1,83 @@
 """brain: the memory engine. A synchronous library; it knows nothing of stdio,
 JSON-RPC or event loops (the ``daemon`` package wraps it).
 
-Public names are re-exported here; modules are one concept each.
+Public names are re-exported here; modules are one concept each. The re-exports
+resolve on first access (PEP 562), so importing a light submodule such as
+``brain.config`` or ``brain.errors`` does not load the whole engine (numpy,
+tokenizers, httpx): a one-shot ``brain call info`` stays close to a bare start.
 """
 
-from brain.assemble import Assembled, AssembleOptions
-from brain.compaction import CompactionReport
-from brain.config import BrainConfig, CompactionConfig
-from brain.content import MessageIn
-from brain.engine import Brain, EmbeddingsInfo, Info, SaveResult
-from brain.errors import (
-    BrainError,
-    Conflict,
-    DatabaseFileLost,
-    DatabaseMissing,
-    EmbedderMismatch,
-    GrantDenied,
-    GrantExhausted,
-    InvalidInput,
-    NotFound,
-    PayloadMissing,
-    ProviderError,
-    StorageError,
-    StoreBusy,
-)
-from brain.ingest import IngestedMessage, IngestResult
-from brain.store import Store, open_store
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from brain.version import __version__
 
-__all__ = [
-    "AssembleOptions",
-    "Assembled",
-    "Brain",
-    "BrainConfig",
-    "CompactionConfig",
-    "CompactionReport",
-    "BrainError",
-    "Conflict",
-    "DatabaseFileLost",
-    "DatabaseMissing",
-    "EmbedderMismatch",
-    "GrantDenied",
-    "GrantExhausted",
-    "EmbeddingsInfo",
-    "Info",
-    "IngestResult",
-    "IngestedMessage",
-    "InvalidInput",
-    "MessageIn",
-    "NotFound",
-    "PayloadMissing",
-    "ProviderError",
-    "SaveResult",
-    "StorageError",
-    "Store",
-    "StoreBusy",
-    "__version__",
-    "open_store",
-]
+if TYPE_CHECKING:
+    from brain.assemble import Assembled, AssembleOptions
+    from brain.compaction import CompactionReport
+    from brain.config import BrainConfig, CompactionConfig
+    from brain.content import MessageIn
+    from brain.engine import Brain, EmbeddingsInfo, Info, SaveResult
+    from brain.errors import (
+        BrainError,
+        Conflict,
+        DatabaseFileLost,
+        DatabaseMissing,
+        EmbedderMismatch,
+        GrantDenied,
+        GrantExhausted,
+        InvalidInput,
+        NotFound,
+        PayloadMissing,
+        ProviderError,
+        StorageError,
+        StoreBusy,
+    )
+    from brain.ingest import IngestedMessage, IngestResult
+    from brain.store import Store, open_store
+
+_WHERE: dict[str, str] = {
+    "AssembleOptions": "brain.assemble",
+    "Assembled": "brain.assemble",
+    "Brain": "brain.engine",
+    "BrainConfig": "brain.config",
+    "CompactionConfig": "brain.config",
+    "CompactionReport": "brain.compaction",
+    "BrainError": "brain.errors",
+    "Conflict": "brain.errors",
+    "DatabaseFileLost": "brain.errors",
+    "DatabaseMissing": "brain.errors",
+    "EmbedderMismatch": "brain.errors",
+    "GrantDenied": "brain.errors",
+    "GrantExhausted": "brain.errors",
+    "EmbeddingsInfo": "brain.engine",
+    "Info": "brain.engine",
+    "IngestResult": "brain.ingest",
+    "IngestedMessage": "brain.ingest",
+    "InvalidInput": "brain.errors",
+    "MessageIn": "brain.content",
+    "NotFound": "brain.errors",
+    "PayloadMissing": "brain.errors",
+    "ProviderError": "brain.errors",
+    "SaveResult": "brain.engine",
+    "StorageError": "brain.errors",
+    "Store": "brain.store",
+    "StoreBusy": "brain.errors",
+    "open_store": "brain.store",
+}
+"""Each re-exported name and the module that defines it."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module defining ``name`` on first access (PEP 562)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'brain' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later accesses skip this hook
+    return value
+
+
+__all__ = [*sorted(_WHERE), "__version__"]

@@ -39,11 +39,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import numpy as np
-import numpy.typing as npt
-
 if TYPE_CHECKING:
     import httpx
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
 
 __all__ = [
     "Embedder",
@@ -54,8 +55,6 @@ __all__ = [
     "StaticEmbedder",
     "default_embedder",
 ]
-
-Matrix = npt.NDArray[np.float32]
 
 _MODEL_PACKAGE = "brain"
 _MODEL_DIR = ("models", "minilm-static")
@@ -80,6 +79,7 @@ class Embedder(Protocol):
 
 
 def _normalise_rows(matrix: Matrix) -> Matrix:
+    import numpy as np
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.divide(matrix, norms, out=matrix, where=norms > 0)
     return matrix
@@ -89,6 +89,7 @@ class _StaticModel:
     """The loaded artifact: tokenizer plus dequantised float32 embedding matrix."""
 
     def __init__(self) -> None:
+        import numpy as np
         from tokenizers import Tokenizer
 
         root = resources.files(_MODEL_PACKAGE).joinpath(*_MODEL_DIR)
@@ -140,6 +141,7 @@ class StaticEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for empty."""
+        import numpy as np
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         model = self._load()
@@ -151,6 +153,7 @@ class StaticEmbedder:
 
     @staticmethod
     def _embed_batch(model: _StaticModel, batch: list[str], out: Matrix) -> None:
+        import numpy as np
         encodings = model.tokenizer.encode_batch(batch, add_special_tokens=False)
         id_lists = [enc.ids for enc in encodings]
         lengths = np.fromiter((len(ids) for ids in id_lists), dtype=np.int64, count=len(batch))
@@ -197,6 +200,7 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for empty."""
+        import numpy as np
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -300,6 +304,7 @@ class OpenAIEmbedder:
         Raises :class:`~brain.errors.ProviderError` when a request fails after retries, is
         not retryable, gets a malformed answer, or the breaker is open.
         """
+        import numpy as np
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         texts = list(texts)
@@ -333,6 +338,7 @@ class OpenAIEmbedder:
 
     def _parse(self, body: object, count: int) -> Matrix:
         """The ``count`` vectors of an answer body in input order; learns or checks ``dim``."""
+        import numpy as np
         from brain.llm import MalformedResponse
 
         data = body.get("data") if isinstance(body, dict) else None
@@ -438,6 +444,7 @@ class OnnxEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for blank."""
+        import numpy as np
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
