@@ -80,4 +80,33 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [*sorted(_WHERE), "__version__"]
+__all__ = [
+    "AssembleOptions",
+    "Assembled",
+    "Brain",
+    "BrainConfig",
+    "CompactionConfig",
+    "CompactionReport",
+    "BrainError",
+    "Conflict",
+    "DatabaseFileLost",
+    "DatabaseMissing",
+    "EmbedderMismatch",
+    "GrantDenied",
+    "GrantExhausted",
+    "EmbeddingsInfo",
+    "Info",
+    "IngestResult",
+    "IngestedMessage",
+    "InvalidInput",
+    "MessageIn",
+    "NotFound",
+    "PayloadMissing",
+    "ProviderError",
+    "SaveResult",
+    "StorageError",
+    "Store",
+    "StoreBusy",
+    "__version__",
+    "open_store",
+]

@@ -80,6 +80,7 @@ class Embedder(Protocol):
 
 def _normalise_rows(matrix: Matrix) -> Matrix:
     import numpy as np
+
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.divide(matrix, norms, out=matrix, where=norms > 0)
     return matrix
@@ -142,6 +143,7 @@ class StaticEmbedder:
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for empty."""
         import numpy as np
+
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         model = self._load()
@@ -154,6 +156,7 @@ class StaticEmbedder:
     @staticmethod
     def _embed_batch(model: _StaticModel, batch: list[str], out: Matrix) -> None:
         import numpy as np
+
         encodings = model.tokenizer.encode_batch(batch, add_special_tokens=False)
         id_lists = [enc.ids for enc in encodings]
         lengths = np.fromiter((len(ids) for ids in id_lists), dtype=np.int64, count=len(batch))
@@ -201,6 +204,7 @@ class HashEmbedder:
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for empty."""
         import numpy as np
+
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -305,6 +309,7 @@ class OpenAIEmbedder:
         not retryable, gets a malformed answer, or the breaker is open.
         """
         import numpy as np
+
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         texts = list(texts)
@@ -339,6 +344,7 @@ class OpenAIEmbedder:
     def _parse(self, body: object, count: int) -> Matrix:
         """The ``count`` vectors of an answer body in input order; learns or checks ``dim``."""
         import numpy as np
+
         from brain.llm import MalformedResponse
 
         data = body.get("data") if isinstance(body, dict) else None
@@ -445,6 +451,7 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for blank."""
         import numpy as np
+
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -37,27 +37,16 @@ from brain.errors import (
 from brain.files import read_stored_file, stray_files
 from brain.grants import Grant, Reach
 from brain.graph import Graph, NewNode
+from brain.identity import stored_identity
 from brain.ingest import IngestResult, generated_row_id, ingest
-from brain.maintain import TASKS, Health, MaintainOptions, MaintainReport, health, maintain
 from brain.progress import Progress, ignore
 from brain.recall import Gathered, extract, gather, synthesize
-from brain.retrieval import LearnResult, QueryResult, TeachResult, learn, run_query, teach
 from brain.search import GrepOptions, Hit, Nearest, grep
 from brain.store import Store, open_store
 from brain.summarize import ExtractiveSummarizer, Summarizer
 from brain.suppress import SuppressResult, set_suppressed, withheld_sessions
-from brain.sync import (
-    CHUNK_CHARS,
-    SyncReport,
-    pending_nodes,
-    read_workspace,
-    remove_missing,
-    sync_file,
-    workspace_nodes,
-)
 from brain.traces import find_trace, trace_view
 from brain.traverse import TraverseOptions
-from brain.vectors import VectorIndex, stored_identity
 from brain.version import __version__
 
 if TYPE_CHECKING:
@@ -65,6 +54,10 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from brain.llm import ChatClient
+    from brain.maintain import Health, MaintainOptions, MaintainReport
+    from brain.retrieval import LearnResult, QueryResult, TeachResult
+    from brain.sync import SyncReport
+    from brain.vectors import VectorIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +172,7 @@ class Brain:
         daemon told explicitly which embedder to use may switch; a one-shot command
         with a default embedder must not wipe the index a serving daemon uses).
         """
+
         self.config = config or BrainConfig()
         self._lock = threading.RLock()
         self._store = open_store(path, self.config, create=create)
@@ -299,6 +293,8 @@ class Brain:
 
         The embedder's ``dim`` must be known (``_learn_dim`` first, outside the lock).
         """
+        from brain.vectors import VectorIndex
+
         if self._index is None or self._index_embedder is not embedder:
             may_switch = self.may_switch_embedder
             index = VectorIndex(embedder.dim)
@@ -334,6 +330,8 @@ class Brain:
         session never carries another session's conversation. ``embedded``: ``text``
         already embedded (``embed_query``); otherwise it is embedded here, outside the lock.
         """
+        from brain.retrieval import run_query
+
         if not text.strip():
             raise InvalidInput("query", "must not be empty")
         embedder = self.embedder
@@ -391,6 +389,8 @@ class Brain:
         ``embedded``: ``teach_text(prepare_teach(node))`` already embedded, ``node``
         being that prepared node; otherwise both happen here (embedding outside the lock).
         """
+        from brain.retrieval import teach
+
         embedder = self.embedder
         if embedded is None:
             node = self.prepare_teach(node, chat_id=chat_id)
@@ -415,7 +415,7 @@ class Brain:
         authority: Mapping[str, str] | None = None,
         *,
         embed: bool = True,
-        max_chars: int = CHUNK_CHARS,
+        max_chars: int | None = None,
         progress: Progress = ignore,
     ) -> SyncReport:
         """Index a workspace's markdown as chunk nodes, incrementally (``brain.sync``).
@@ -442,7 +442,7 @@ class Brain:
         paths: Sequence[str | Path] = (),
         authority: Mapping[str, str] | None = None,
         *,
-        max_chars: int = CHUNK_CHARS,
+        max_chars: int | None = None,
         progress: Progress = ignore,
     ) -> SyncIndexed:
         """``sync``'s database part: the files indexed as nodes, their new nodes left queued.
@@ -450,8 +450,18 @@ class Brain:
         ``embed_nodes(result.new_rows)`` then embeds them (the daemon does so apart
         from its database threads, since it may wait on a provider).
         """
+        from brain.sync import (
+            CHUNK_CHARS,
+            SyncReport,
+            read_workspace,
+            remove_missing,
+            sync_file,
+            workspace_nodes,
+        )
+
         started = time.perf_counter()
-        read = read_workspace(workspace, paths, authority, max_chars=max_chars)
+        chars = CHUNK_CHARS if max_chars is None else max_chars
+        read = read_workspace(workspace, paths, authority, max_chars=chars)
         added = kept = moved = removed = edges = 0
         new_rows: list[int] = []
         for n, file in enumerate(read.files):
@@ -496,6 +506,8 @@ class Brain:
         provider failure or an embedder switch meanwhile stops it, leaving the rest
         queued: the nodes are stored either way, only their vectors wait.
         """
+        from brain.sync import pending_nodes
+
         embedder = self.embedder
         try:
             _learn_dim(embedder)
@@ -532,6 +544,8 @@ class Brain:
 
         ``useful``: fired node ids the caller used (see ``brain.retrieval.learn``).
         """
+        from brain.retrieval import learn
+
         with self._lock:
             return learn(self._store, self._graph, outcome, trace_id, chat_id, useful)
 
@@ -543,7 +557,7 @@ class Brain:
 
     def maintain(
         self,
-        tasks: Sequence[str] = TASKS,
+        tasks: Sequence[str] | None = None,
         *,
         dry_run: bool = False,
         options: MaintainOptions | None = None,
@@ -560,10 +574,17 @@ class Brain:
         stale at the end. The graph's vector index reloads by itself when
         maintenance deleted vectors (their epoch moved).
         """
+        from brain.maintain import TASKS, maintain
+
         try:
             with self._side_store() as store:
                 return maintain(
-                    store, None, tasks, dry_run=dry_run, options=options, progress=progress
+                    store,
+                    None,
+                    TASKS if tasks is None else tasks,
+                    dry_run=dry_run,
+                    options=options,
+                    progress=progress,
                 )
         finally:
             with self._lock:
@@ -575,6 +596,8 @@ class Brain:
         Read on a connection of its own, like ``maintain``: it reads every node
         and edge, which must not hold up other requests.
         """
+        from brain.maintain import health
+
         with self._side_store() as store:
             return health(store)
 

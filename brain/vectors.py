@@ -42,6 +42,7 @@ import orjson
 from brain.ann import IVF, default_nprobe, top_k
 from brain.embedders import Embedder
 from brain.errors import EmbedderMismatch
+from brain.identity import stored_identity
 from brain.store import Store
 
 __all__ = [
@@ -584,16 +585,6 @@ def _grown(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[Any
     grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[:used] = array[:used]
     return grown
-
-
-def stored_identity(store: Store) -> tuple[str, str] | None:
-    """The (name, dim) of the embedder the stored vectors belong to, if one is recorded."""
-    stored = dict(
-        store.execute("SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
-    )
-    if "embedder_name" not in stored:
-        return None
-    return str(stored["embedder_name"]), str(stored.get("embedder_dim"))
 
 
 def _epochs(store: Store, kinds: Sequence[Kind]) -> tuple[int, ...]:

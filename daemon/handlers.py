@@ -25,7 +25,6 @@ from brain.compaction import CompactionReport
 from brain.config import RecallMode
 from brain.engine import teach_text
 from brain.graph import NewNode
-from brain.maintain import MaintainOptions
 from brain.progress import Progress
 from brain.progress import ignore as progress_ignore
 from brain.search import GrepOptions, Mode, Scope
@@ -382,6 +381,8 @@ def _workspace_lane(params: Any) -> str | None:
 
 async def maintain(ctx: Context, params: MaintainParams) -> dict[str, Any]:
     """The graph's slow loop, in a worker thread (ping is answered meanwhile)."""
+    from brain.maintain import MaintainOptions  # numpy: loaded when maintenance runs
+
     options = MaintainOptions(**dict(params.knobs))  # type: ignore[arg-type]
     report = await ctx.db(
         ctx.brain.maintain,

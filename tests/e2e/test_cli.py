@@ -211,3 +211,23 @@ def test_call_help_lists_every_method_with_its_summary() -> None:
         if line.strip()
     )
     assert listed == {name: spec.summary for name, spec in METHODS.items()}
+
+
+def test_brain_call_info_loads_neither_numpy_nor_tokenizers_nor_httpx(db_path: Path) -> None:
+    # info reads counts; the vector machinery, the embedding model and the HTTP
+    # client load when a command needs them (start-up cost of every `brain call`).
+    code = (
+        "import sys\n"
+        "from daemon.cli import main\n"
+        f"code = main(['call', 'info', '--db', {str(db_path)!r}])\n"
+        "print(' '.join({m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=DEADLINE, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert orjson.loads(done.stdout)["messages"] == 0
+    loaded = set(done.stderr.decode().split())
+    assert {"brain", "apsw"} <= loaded
+    assert loaded.isdisjoint({"numpy", "tokenizers", "httpx", "onnxruntime"})
