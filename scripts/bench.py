@@ -729,9 +729,9 @@ def _startup_params(s: Settings) -> dict[str, Any]:
     return {"db_messages": _dataset_params(s)["messages"]}
 
 
-def _spawn_ms(argv: list[str]) -> float:
+def _spawn_ms(argv: list[str], env: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
-    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
     return (time.perf_counter() - started) * 1000
 
 
@@ -753,12 +753,46 @@ def bench_startup(shared: Shared, work: Path) -> Metrics:
         exit_ms = (time.perf_counter() - eof_at) * 1000
     python_ms = _spawn_ms([sys.executable, "-c", "pass"])
     import_ms = _spawn_ms([sys.executable, "-c", "import daemon.cli, daemon.runner, daemon.stdio"])
+    # Medians of several runs: a cold start is noisy on a shared machine.
+    bare = statistics.median(_spawn_ms([sys.executable, "-c", "pass"]) for _ in range(STARTUP_RUNS))
+    brain_exe = str(Path(sys.executable).parent / "brain")
+    call_info = statistics.median(
+        _spawn_ms([brain_exe, "call", "info", "--db", str(db)], env=child_env())
+        for _ in range(STARTUP_RUNS)
+    )
+    first_info = statistics.median(
+        _first_info_ms(db, work / "daemon.log") for _ in range(STARTUP_RUNS)
+    )
     return {
         "startup_ms": startup_ms,
         "exit_ms": exit_ms,
         "python_bare_ms": python_ms,
         "python_import_daemon_ms": import_ms,
+        "python_bare_median_ms": bare,
+        "call_info_median_ms": call_info,
+        "daemon_first_info_median_ms": first_info,
+        "call_info_vs_bare": call_info / bare,
+        "daemon_first_info_vs_bare": first_info / bare,
     }
+
+
+STARTUP_RUNS: Final = 5
+"""Runs of each start-up measurement; the median is reported."""
+
+
+def _first_info_ms(db: Path, log: Path) -> float:
+    """ms from spawning a daemon to its first ``info`` answer."""
+    started = time.perf_counter()
+    with raw_daemon(db, log) as proc:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        proc.stdin.write(frame(1, "info"))
+        proc.stdin.flush()
+        answer = read_answer(proc.stdout)
+        took = (time.perf_counter() - started) * 1000
+        if "result" not in answer:
+            raise RuntimeError(f"unexpected info answer: {answer}")
+    return took
 
 
 def _file_check_params(s: Settings) -> dict[str, Any]:
