@@ -19,7 +19,6 @@ from typing import Any, Final
 
 from brain.dag import Summary, children, parent_of, source_message_ids, summary_by_id
 from brain.errors import InvalidInput, NotFound
-from brain.explore import explore, line_range
 from brain.files import FILE_ID_RE, file_path, read_stored_file
 from brain.messages import find_messages, load_messages
 from brain.store import Store
@@ -224,6 +223,8 @@ def _describe_file(
     lines: tuple[int, int] | None,
     include_suppressed: bool,
 ) -> dict[str, Any]:
+    from brain.explore import explore, line_range  # its many patterns load on first use
+
     row = store.one(
         "SELECT f.conversation_id, f.message_id, f.part_kind, f.encoding, f.byte_size, "
         # An OpenAI tool message names its tool in the message's name, as the stub shows it.

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from brain.errors import NotFound, StorageError
-from brain.explore import is_binary
 from brain.files import file_path
 
 if TYPE_CHECKING:
@@ -49,6 +48,8 @@ def indexable_text(data: bytes, encoding: str, part_kind: str) -> str | None:
     skipped. At most ``INDEX_BYTES`` are read; bytes that are not UTF-8 become
     U+FFFD. A JSON payload is indexed as its JSON text with escapes undone.
     """
+    from brain.explore import is_binary  # explore compiles many patterns: loaded when needed
+
     if part_kind in _SKIPPED_KINDS or is_binary(data) or _looks_base64(data):
         return None
     text = data[:INDEX_BYTES].decode("utf-8", errors="replace")
