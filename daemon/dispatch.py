@@ -96,6 +96,9 @@ class Dispatcher:
             params = spec.params.from_obj(parsed.params)
         except wire.RPCError as exc:
             return self._reject(parsed.id, exc, parsed.notification, parsed.jsonrpc)
+        except Exception as exc:  # a parser bug must cost one answer, not the read loop
+            failure = to_wire(exc, parsed.method, hide=(self.brain.path.parent,))
+            return self._reject(parsed.id, failure, parsed.notification, parsed.jsonrpc)
         return Call(parsed, handler, params, handler.lane(params))
 
     async def execute(

@@ -10,7 +10,7 @@ import pytest
 from brain import Brain
 from daemon.context import Context
 from daemon.handlers import HANDLERS, Handler
-from protocol.methods import IngestParams
+from protocol.methods import METHODS, IngestParams, MethodSpec, NoParams
 from tests.daemon.conftest import Harness, start
 
 pytestmark = pytest.mark.anyio
@@ -367,3 +367,18 @@ async def test_grep_finds_an_ingested_message_through_the_protocol(running: Harn
     assert frames[3]["result"]["pending"] in (0, 1)  # answers from what is embedded so far
     assert frames[4]["error"]["code"] == -32602
     assert frames[4]["error"]["message"].startswith("params.mode")
+
+
+async def test_a_params_parser_that_fails_unexpectedly_costs_one_internal_error_not_the_daemon(
+    running: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Broken(NoParams):
+        @classmethod
+        def from_obj(cls, obj: object) -> NoParams:
+            raise AssertionError("params.x is read but not among the known fields")
+
+    monkeypatch.setitem(METHODS, "info", MethodSpec(Broken, "broken for the test"))
+    await running.write({"id": 1, "method": "info"}, {"id": 2, "method": "ping"})
+    answers = {a["id"]: a for a in await running.read_n(2)}
+    assert answers[1]["error"]["code"] == -32603
+    assert answers[2] == {"id": 2, "result": {"pong": True}}
