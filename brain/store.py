@@ -332,7 +332,9 @@ def _connect(db_path: Path, create: bool) -> apsw.Connection:
         return apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READWRITE)
     except apsw.CantOpenError:
         if db_path.exists():
-            raise  # there, but unreadable: reported as it is
+            # Another process's first start created it just after our open failed;
+            # if it is there but unreadable, this open raises what is wrong.
+            return apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READWRITE)
         if not create:
             raise DatabaseMissing(
                 f"database {db_path.name} does not exist (this command never creates one; "

@@ -157,6 +157,30 @@ def test_open_store_never_creates_a_database_where_a_moved_one_left_its_files_di
     assert not db.exists()
 
 
+def test_a_first_open_that_another_process_beats_to_creating_the_file_opens_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race of two first starts: our open fails (no file yet), then the other
+    # process creates the database before we look whether it exists.
+    db = tmp_path / "brain.db"
+    exists = Path.exists
+    raced: list[bool] = []
+
+    def created_meanwhile(self: Path, **kwargs: Any) -> bool:
+        if self == db and not raced:
+            raced.append(True)
+            monkeypatch.undo()  # the other process opens with the real check
+            open_store(db).close()
+        return exists(self, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", created_meanwhile)
+    store = open_store(db)
+    try:
+        assert store.schema_version() > 0
+    finally:
+        store.close()
+
+
 # -- the file under the store ---------------------------------------------------------
 
 
