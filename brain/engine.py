@@ -967,11 +967,6 @@ class Brain:
         with self._lock:
             return grants.revoke(self._store, grant_id)
 
-    def check_grant(self, grant_id: str, method: str, reach: Reach) -> Grant:
-        """Raise unless the grant allows ``method`` over ``reach`` now."""
-        with self._lock:
-            return grants.check(self._store, grant_id, method, reach)
-
     def charge_grant(self, grant_id: str, tokens: int) -> int:
         """Add an answer's cost to the grant's usage; return the new total."""
         with self._lock:
