@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Final
 
@@ -45,6 +45,7 @@ from brain.dag import (
     child_ids,
     insert_summary,
     load_summaries,
+    new_summary_id,
     source_refs,
     summary_cost,
 )
@@ -64,6 +65,12 @@ StoreAccess = Callable[[], AbstractContextManager[Store]]
 
 _CHUNK_SCAN: Final = 512  # items read per query while growing a leaf chunk
 _ATTEMPTS: Final = 3  # reads of one chunk when suppressions keep landing mid-summary
+_SIZED_MIN_TOKENS: Final = 48
+"""Smallest summary size limit a pass towards a target asks for: below it a summary
+says too little, so the pass is made at the normal limit (and one more follows)."""
+_LEAF_SHELL_TOKENS: Final = 64
+"""About what a leaf summary costs beyond its text (its XML and the message overhead):
+sizes a leaf chunk towards a target; the size limit itself uses the exact cost."""
 
 
 @dataclass
@@ -143,30 +150,51 @@ class Compactor:
     ) -> CompactionReport:
         """Full sweep: every eligible leaf pass, then condensation, until a pass saves nothing.
 
-        With ``target_tokens``: bounded rounds of sweeps, at the pressure fanout,
-        until the context fits (or nothing more can be folded). ``progress`` hears
-        the summaries made so far after each pass (phases ``leaf``, ``condense``).
+        With ``target_tokens``: fold oldest first, only what is needed to bring the
+        context to or under the target (see ``_fold_to``). ``progress`` hears the
+        summaries made so far after each pass (phases ``leaf``, ``condense``).
         """
         report = CompactionReport()
         with self._exclusive(conversation_id, wait=True):
             started = time.perf_counter()
             report.tokens_before = self._conversation(conversation_id).context_tokens
             self._rebuild_withheld(conversation_id, report)
-            rounds = 1 if target_tokens is None else self.config.max_rounds
-            fanout = None if target_tokens is None else self.config.pressure_fanout
-            for _ in range(rounds):
-                before = self._conversation(conversation_id).context_tokens
-                if target_tokens is not None and before <= target_tokens:
-                    break
+            if target_tokens is None:
                 while not self._stopping.is_set() and self._leaf_pass(conversation_id, report):
                     progress(len(report.summaries), None, "leaf")
-                self._condense(conversation_id, report, -1, fanout)
+                self._condense(conversation_id, report, -1, None)
                 progress(len(report.summaries), None, "condense")
-                if self._conversation(conversation_id).context_tokens >= before:
-                    break
+            else:
+                self._fold_to(conversation_id, target_tokens, report, progress)
             report.tokens_after = self._conversation(conversation_id).context_tokens
             report.took_ms = (time.perf_counter() - started) * 1000
         return report
+
+    def _fold_to(
+        self, conversation_id: int, target: int, report: CompactionReport, progress: Progress
+    ) -> None:
+        """Passes towards ``target``, one at a time, checking the context after each:
+        leaf passes while raw history outside the tail is left, then condensed passes
+        at the pressure fanout, each folding the oldest eligible run. No pass is made
+        once the context is at or under the target, and each is sized to what is still
+        missing (``_leaf_attempt``, ``_sized_run``), so the pass that reaches the target
+        folds little more than it must. Stops when nothing more can be folded."""
+        leaves = True
+        while not self._stopping.is_set():
+            missing = self._conversation(conversation_id).context_tokens - target
+            if missing <= 0:
+                return
+            if leaves:
+                # A failed leaf pass (no raw run left, or one that would not shrink)
+                # would fail again: the rest is condensation.
+                leaves = self._leaf_pass(conversation_id, report, missing)
+                if leaves:
+                    progress(len(report.summaries), None, "leaf")
+                    continue
+            fanout = self.config.pressure_fanout
+            if not self._condensed_pass(conversation_id, report, -1, fanout, missing):
+                return
+            progress(len(report.summaries), None, "condense")
 
     def eligible(self, conversation_id: int) -> bool:
         """Whether an incremental compaction would do anything now."""
@@ -300,39 +328,43 @@ class Compactor:
             outside = conv.raw_tokens - _raw_tokens_from(store, conversation_id, start)
         return outside > self.config.threshold_tokens
 
-    def _leaf_pass(self, conversation_id: int, report: CompactionReport) -> bool:
-        """Fold the oldest run of raw messages outside the tail; False if there is none."""
+    def _leaf_pass(
+        self, conversation_id: int, report: CompactionReport, missing: int | None = None
+    ) -> bool:
+        """Fold the oldest run of raw messages outside the tail; False if there is none.
+        ``missing``: tokens the context is over a compaction target (sizes the pass)."""
         for _ in range(_ATTEMPTS):
-            done = self._leaf_attempt(conversation_id, report)
+            done = self._leaf_attempt(conversation_id, report, missing)
             if done is not None:
                 return done
         return False
 
-    def _leaf_attempt(self, conversation_id: int, report: CompactionReport) -> bool | None:
-        """One read-summarise-commit of the leaf chunk; None: retry (a suppression landed)."""
+    def _leaf_attempt(
+        self, conversation_id: int, report: CompactionReport, missing: int | None
+    ) -> bool | None:
+        """One read-summarise-commit of the leaf chunk; None: retry (a suppression landed).
+
+        Towards a target (``missing`` given), the chunk is only what is missing plus
+        room for its summary, and the summary's size limit is lowered so that the
+        pass lands at the target, not below it (``_sized_target``).
+        """
+        cap = self.config.leaf_chunk_tokens
+        if missing is not None:
+            wanted = min(self.config.leaf_target_tokens, max(_SIZED_MIN_TOKENS, missing))
+            cap = min(cap, missing + _LEAF_SHELL_TOKENS + wanted)
         with self._access() as store:
             conv = conversation_by_id(store, conversation_id)
             start = tail_start(store, conv, self.config.fresh_tail_count)
-            chunk = _leaf_chunk(store, conversation_id, start, self.config.leaf_chunk_tokens)
+            chunk = _leaf_chunk(store, conversation_id, start, cap)
             if not chunk:
                 return False
             messages = load_messages(store, [i.message_id for i in chunk if i.message_id])
             previous = _previous_summary(store, conversation_id, chunk[0].pos)
-        request = SummaryRequest(
-            kind="leaf",
-            depth=0,
-            # Suppressed messages stay in the lineage but their text must
-            # not leak into the summary.
-            items=tuple(_message_item(m) for m in messages if not m.suppressed),
-            target_tokens=self.config.leaf_target_tokens,
-            previous=previous[1] if previous else None,
-        )
-        text, summarizer = self._summarize(request, report)
         new = NewSummary(
             conversation_id=conversation_id,
             kind="leaf",
             depth=0,
-            content=text,
+            content="",
             first_seq=chunk[0].pos,
             last_seq=chunk[-1].pos,
             earliest_at=min(m.created_at for m in messages),
@@ -343,9 +375,24 @@ class Compactor:
             file_ids=tuple(
                 dict.fromkeys(p.file_id for m in messages for p in m.parts if p.file_id)
             ),
-            summarizer=summarizer,
+            summarizer="",
             sources=tuple(SourceRef(message_id=m.row_id, omitted=m.suppressed) for m in messages),
         )
+        target = self.config.leaf_target_tokens
+        if missing is not None:
+            room = sum(i.token_count for i in chunk) - missing - _shell_cost(new, ())
+            target = _sized_target(target, room)
+        request = SummaryRequest(
+            kind="leaf",
+            depth=0,
+            # Suppressed messages stay in the lineage but their text must
+            # not leak into the summary.
+            items=tuple(_message_item(m) for m in messages if not m.suppressed),
+            target_tokens=target,
+            previous=previous[1] if previous else None,
+        )
+        text, summarizer = self._summarize(request, report)
+        new = replace(new, content=text, summarizer=summarizer)
         return self._commit(conversation_id, chunk, new, (), report, previous)
 
     # -- condensed passes --------------------------------------------------------
@@ -359,17 +406,28 @@ class Compactor:
             pass
 
     def _condensed_pass(
-        self, conversation_id: int, report: CompactionReport, max_depth: int, fanout: int | None
+        self,
+        conversation_id: int,
+        report: CompactionReport,
+        max_depth: int,
+        fanout: int | None,
+        missing: int | None = None,
     ) -> bool:
-        """Fold the oldest run of same-depth summaries at the shallowest eligible depth."""
+        """Fold the oldest run of same-depth summaries at the shallowest eligible depth.
+        ``missing``: tokens the context is over a compaction target (sizes the pass)."""
         for _ in range(_ATTEMPTS):
-            done = self._condensed_attempt(conversation_id, report, max_depth, fanout)
+            done = self._condensed_attempt(conversation_id, report, max_depth, fanout, missing)
             if done is not None:
                 return done
         return False
 
     def _condensed_attempt(
-        self, conversation_id: int, report: CompactionReport, max_depth: int, fanout: int | None
+        self,
+        conversation_id: int,
+        report: CompactionReport,
+        max_depth: int,
+        fanout: int | None,
+        missing: int | None,
     ) -> bool | None:
         """One read-summarise-commit of the condensed chunk; None: retry."""
         with self._access() as store:
@@ -380,30 +438,20 @@ class Compactor:
             kids = load_summaries(store, [i.summary_id for i in chunk if i.summary_id])
             ordered = [kids[i.summary_id] for i in chunk if i.summary_id in kids]
             previous = _previous_summary(store, conversation_id, chunk[0].pos)
+        target = self.config.condensed_target_tokens
+        if missing is not None and len(ordered) == len(chunk):
+            need = fanout or len(chunk)
+            chunk, ordered, target = _sized_run(chunk, ordered, need, missing, target)
+        new = _condensed(conversation_id, depth + 1, ordered)
         request = SummaryRequest(
             kind="condensed",
             depth=depth + 1,
             items=tuple(_summary_item(s) for s in ordered if not s.hidden),
-            target_tokens=self.config.condensed_target_tokens,
+            target_tokens=target,
             previous=previous[1] if previous else None,
         )
         text, summarizer = self._summarize(request, report)
-        new = NewSummary(
-            conversation_id=conversation_id,
-            kind="condensed",
-            depth=depth + 1,
-            content=text,
-            first_seq=ordered[0].first_seq,
-            last_seq=ordered[-1].last_seq,
-            earliest_at=min(s.earliest_at for s in ordered),
-            latest_at=max(s.latest_at for s in ordered),
-            descendant_count=sum(s.descendant_count + 1 for s in ordered),
-            descendant_tokens=sum(s.descendant_tokens for s in ordered),
-            message_count=sum(s.message_count for s in ordered),
-            file_ids=tuple(dict.fromkeys(f for s in ordered for f in s.file_ids)),
-            summarizer=summarizer,
-            sources=tuple(SourceRef(child_id=s.row_id, omitted=s.hidden) for s in ordered),
-        )
+        new = replace(new, content=text, summarizer=summarizer)
         return self._commit(
             conversation_id, chunk, new, tuple(s.id for s in ordered), report, previous
         )
@@ -683,6 +731,89 @@ def _condensed_chunk(
                 # fold together (a targeted compaction ended above a plain sweep).
                 return run[: max(need, normal)], depth
     return None
+
+
+def _condensed(conversation_id: int, depth: int, ordered: list[Summary]) -> NewSummary:
+    """A condensed summary of ``ordered`` (in order), its text still to be written."""
+    return NewSummary(
+        conversation_id=conversation_id,
+        kind="condensed",
+        depth=depth,
+        content="",
+        first_seq=ordered[0].first_seq,
+        last_seq=ordered[-1].last_seq,
+        earliest_at=min(s.earliest_at for s in ordered),
+        latest_at=max(s.latest_at for s in ordered),
+        descendant_count=sum(s.descendant_count + 1 for s in ordered),
+        descendant_tokens=sum(s.descendant_tokens for s in ordered),
+        message_count=sum(s.message_count for s in ordered),
+        file_ids=tuple(dict.fromkeys(f for s in ordered for f in s.file_ids)),
+        summarizer="",
+        sources=tuple(SourceRef(child_id=s.row_id, omitted=s.hidden) for s in ordered),
+    )
+
+
+def _shell_cost(new: NewSummary, child_ids: tuple[str, ...]) -> int:
+    """What a summary of ``new``'s span costs in a context with no text at all.
+
+    Its real cost is at most this plus its text's estimate (the estimate of a
+    concatenation is at most the sum of the parts'), and a summarizer's text
+    never exceeds the size limit it was given, so a limit of ``allowed - shell``
+    keeps the summary's cost within ``allowed``.
+    """
+    shell = Summary(
+        row_id=0,
+        id=new_summary_id(),  # the real id has the same length
+        conversation_id=new.conversation_id,
+        kind=new.kind,
+        depth=new.depth,
+        content="",
+        token_count=0,
+        first_seq=new.first_seq,
+        last_seq=new.last_seq,
+        earliest_at=new.earliest_at,
+        latest_at=new.latest_at,
+        descendant_count=new.descendant_count,
+        descendant_tokens=new.descendant_tokens,
+        message_count=new.message_count,
+        file_ids=new.file_ids,
+        summarizer="",
+        created_at="",
+    )
+    return summary_cost(shell, child_ids)
+
+
+def _sized_target(normal: int, room: int) -> int:
+    """The size limit of a summary towards a target, given the ``room`` for its text
+    within which the pass lands at the target: ``normal``, lowered to ``room`` when
+    that is smaller but still a useful size. A smaller room keeps ``normal``: this
+    pass cannot reach the target alone, and a later one will go on."""
+    if room >= normal or room < min(normal, _SIZED_MIN_TOKENS):
+        return normal
+    return room
+
+
+def _sized_run(
+    chunk: list[Item], ordered: list[Summary], need: int, missing: int, normal: int
+) -> tuple[list[Item], list[Summary], int]:
+    """The shortest prefix (at least ``need`` long) of a condensed chunk whose summary
+    can bring the context to the target, ``missing`` tokens away, with the size limit
+    that does it; the whole chunk at the ``normal`` limit when no prefix can.
+
+    A prefix that would leave fewer than ``need`` summaries of the chunk behind takes
+    them too: next to the new, deeper summary they could only fold with newer ones of
+    their depth, and a later, tighter target might find none.
+    """
+    for size in range(min(need, len(chunk)), len(chunk) + 1):
+        take = len(chunk) if 0 < len(chunk) - size < need else size
+        kids = ordered[:take]
+        shell = _shell_cost(
+            _condensed(kids[0].conversation_id, kids[0].depth + 1, kids), tuple(k.id for k in kids)
+        )
+        room = sum(i.token_count for i in chunk[:take]) - missing - shell
+        if room >= min(normal, _SIZED_MIN_TOKENS):
+            return chunk[:take], kids, min(normal, room)
+    return chunk, ordered, normal
 
 
 def _previous_summary(store: Store, conversation_id: int, pos: int) -> tuple[int, str] | None:
