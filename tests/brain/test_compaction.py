@@ -226,6 +226,36 @@ def test_targeted_compaction_stops_when_the_target_cannot_be_reached(small: Brai
     assert again.summaries == []
 
 
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(n=st.integers(6, 160), target=st.integers(0, 8_000))
+def test_compaction_to_a_target_makes_no_pass_once_the_context_fits(
+    small: Brain, n: int, target: int
+) -> None:
+    # The old sweep ran whole rounds of leaf passes and condensation, so it went
+    # on folding long after the context fitted (and ended far below the target).
+    session = new_session()
+    small.ingest(session, chat(n))
+    after_each: list[int] = []  # the context after each pass, read as the pass ends
+
+    def progress(_done: int, _total: int | None, _phase: str) -> None:
+        after_each.append(conversation(small.store, session).context_tokens)
+
+    report = small.compact(session, target_tokens=target, progress=progress)
+    assert len(after_each) == len(report.summaries)
+    # One fewer pass would have been over the target: every pass started over it.
+    before_each = [report.tokens_before, *after_each[:-1]]
+    assert all(tokens > target for tokens in before_each[: len(after_each)])
+    assert report.tokens_after == (after_each[-1] if after_each else report.tokens_before)
+    if report.tokens_after > target:
+        # Over it only when nothing more can be folded.
+        assert small.compact(session, target_tokens=target).summaries == []
+    assert_invariants(small, session)
+
+
 def test_condensation_never_mixes_depths_and_stacks_up(small: Brain) -> None:
     small.ingest("s", chat(200))
     small.compact("s", target_tokens=0)
