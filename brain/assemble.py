@@ -8,11 +8,14 @@ results become stubs, then it is cut down to the newest user turn: see
 pinned: the instructions a model runs under are never the "oldest message"
 to drop; compaction never folds them either). Their cost
 counts against the budget like the tail's.
-The rest of the budget goes first to summaries, newest first (they are small
-and stand for everything older), then to the raw messages before the tail,
-newest first; each stops at the first item that does not fit. Tool calls and
-results are then paired (``render.pair_tools``) and the result rendered in
-OpenAI or Anthropic shape.
+The rest of the budget goes first to summaries (they are small and stand for
+everything older): the deepest first, condensed ones oldest first and leaves
+newest first, each depth up to its first summary that does not fit, so what a
+tight budget gives up is the middle of the history, never the summary of its
+beginning (``_summary_rank``); then to the raw messages before the tail,
+newest first, up to the first that does not fit. Tool calls and results are
+then paired (``render.pair_tools``) and the result rendered in OpenAI or
+Anthropic shape.
 
 Costs are the items' stored token counts (one estimator everywhere; a stub's
 own cost when stubbed): ``tokens`` never exceeds the budget unless ``over_budget``.
@@ -162,27 +165,11 @@ class Assembler:
         room = options.budget - tail_cost - pinned_cost
         recall_cost = _recall_cost(options.recall_block, room)
         room -= recall_cost
-        picked: dict[int, bool] = {}  # pos -> shown as a stub
-        # Summaries before raw history: they are compact and cover everything
-        # older, so they are the last thing to give up. Each kind is taken
-        # newest first, stopping at the first item that does not fit. Costs
-        # come from the items themselves; a rendered entry is needed only to
-        # price a stub, so a cold call loads just what it shows.
         # A cut tail leaves no room for anything older (and a gap would mislead).
-        summaries = [view.items[i] for i in view.summary_indices if i < cut and not shed]
-        raw = (i for i in reversed(prefix) if i.is_message and not shed)
-        for candidates in (reversed(summaries), raw):
-            for item in candidates:
-                stubbed = False
-                cost = item.token_count
-                if options.stubs and item.is_message and cost > options.stub_tokens:
-                    entry = self._entry(store, view, item)
-                    if entry.stub is not None and entry.stub_cost < cost:
-                        stubbed, cost = True, entry.stub_cost
-                if cost > room:
-                    break
-                picked[item.pos] = stubbed
-                room -= cost
+        picked: dict[int, bool] = {}
+        if not shed:
+            summaries = [view.items[i] for i in view.summary_indices if i < cut]
+            picked = self._pick(store, view, summaries, prefix, room, options)
         # System messages first (OpenAI wants them there; Anthropic takes them
         # out into ``system`` wherever they are).
         chosen = [(i, False) for i in pinned]
@@ -195,14 +182,14 @@ class Assembler:
         # Pairing can cost more than the items it was given (an error result
         # made up for a call never answered, a stub given its call's hint, a
         # turn split around a dropped call). Then give up the least wanted
-        # items before the tail, raw history oldest first and then summaries,
-        # until the whole fits or only the tail is left.
+        # items before the tail, raw history oldest first and then summaries
+        # in the reverse of the order they were taken in, until the whole fits
+        # or only the tail is left.
         while tokens > options.budget and len(chosen) > kept:
             over = tokens - options.budget
             drop: set[int] = set()
             for item, stubbed in sorted(
-                chosen[len(pinned) : len(chosen) - len(tail)],
-                key=lambda c: (not c[0].is_message, c[0].pos),
+                chosen[len(pinned) : len(chosen) - len(tail)], key=lambda c: _drop_rank(c[0])
             ):
                 drop.add(item.pos)
                 over -= view.entries[_key(item)].stub_cost if stubbed else item.token_count
@@ -242,6 +229,52 @@ class Assembler:
             recall_tokens=recall_cost,
             withheld=sum(1 for i, _ in chosen if view.entries[_key(i)].withheld),
         )
+
+    def _pick(
+        self,
+        store: Store,
+        view: _View,
+        summaries: list[Item],
+        prefix: list[Item],
+        room: int,
+        options: AssembleOptions,
+    ) -> dict[int, bool]:
+        """What of ``prefix`` (the history before the tail, system messages aside; its
+        ``summaries`` given apart) fits in ``room``: position -> shown as a stub.
+
+        Summaries before raw history: they are compact and cover everything older,
+        so they are the last thing to give up. Summaries go in by ``_summary_rank``
+        (deepest first), each depth up to its first summary that does not fit (a run
+        without holes), so when not all fit what goes is the middle of the history,
+        never the summary of its beginning. Raw history is taken newest first,
+        stopping at the first message that does not fit (it must join the tail
+        without a gap). Costs come from the items themselves; a rendered entry is
+        needed only to price a stub, so a cold call loads just what it shows.
+        """
+        picked: dict[int, bool] = {}
+        full: int | None = None  # the depth whose run stopped
+        for item in sorted(summaries, key=_summary_rank):
+            if item.depth == full:
+                continue
+            if item.token_count > room:
+                full = item.depth
+                continue
+            picked[item.pos] = False
+            room -= item.token_count
+        for item in reversed(prefix):
+            if not item.is_message:
+                continue
+            stubbed = False
+            cost = item.token_count
+            if options.stubs and cost > options.stub_tokens:
+                entry = self._entry(store, view, item)
+                if entry.stub is not None and entry.stub_cost < cost:
+                    stubbed, cost = True, entry.stub_cost
+            if cost > room:
+                break
+            picked[item.pos] = stubbed
+            room -= cost
+        return picked
 
     def _split(
         self, store: Store, conv: Conversation, view: _View, options: AssembleOptions
@@ -424,6 +457,27 @@ class Assembler:
         with store.transaction():
             mark_flushed(store, conv.id, conv.compaction_epoch)
         return True
+
+
+def _summary_rank(item: Item) -> tuple[int, int]:
+    """The order summaries are taken in under a budget.
+
+    Deepest first: a condensed summary covers the most history per token. Within
+    a condensed depth oldest first: the oldest is the beginning of the
+    conversation, which nothing else stands for, and the next ones join it. Leaf
+    summaries newest first: they are recent detail, and the newest join the tail.
+    """
+    depth = int(item.depth or 0)
+    return (-depth, item.pos if depth else -item.pos)
+
+
+def _drop_rank(item: Item) -> tuple[int, int, int]:
+    """The order items before the tail are given up in when pairing made the context
+    too large: raw history oldest first, then summaries, the last taken first."""
+    if item.is_message:
+        return (0, 0, item.pos)
+    depth, pos = _summary_rank(item)
+    return (1, -depth, -pos)
 
 
 def _pinned(view: _View, prefix: list[Item]) -> tuple[list[Item], list[Item]]:

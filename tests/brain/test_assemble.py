@@ -278,6 +278,37 @@ def test_summaries_go_in_before_raw_history(small: Brain) -> None:
     assert tight.dropped["messages"] >= 1
 
 
+def test_when_pairing_overflows_the_budget_the_newest_summary_goes_not_the_oldest(
+    small: Brain,
+) -> None:
+    # The drop loop after pairing gave up summaries oldest first: the summary of
+    # the conversation's beginning went before newer, shallower ones.
+    small.ingest("s", chat(60))
+    small.compact("s")
+    unanswered = [call("u0", "a.py"), MessageIn("assistant", "moving on")]
+    unanswered += [call("u1", "b.py"), MessageIn("assistant", "moving on again")]
+    small.ingest("s", [*chat(10, start=60), MessageIn("user", "read them"), *unanswered])
+    small.compact("s")
+    full = assemble(small, "s", 100_000)
+    assert full.pairing["synthesized"] == 2  # answers the selection does not count
+    assert full.included["messages"] == full.fresh_tail["count"]  # nothing raw before the tail
+    shown = [summary_id(t) for t in output_texts(full.messages, "openai") if "<summary" in t[:9]]
+    assert len(shown) >= 2
+    # Every item fits by its own cost; the made-up answers push it over.
+    budget = full.fresh_tail["tokens"] + int(
+        small.store.scalar(
+            "SELECT sum(token_count) FROM context_items WHERE summary_id IS NOT NULL"
+        )
+    )
+    assert full.tokens > budget
+    tight = assemble(small, "s", budget)
+    assert tight.tokens <= budget
+    assert tight.dropped["summaries"] >= 1
+    kept = [summary_id(t) for t in output_texts(tight.messages, "openai") if "<summary" in t[:9]]
+    assert kept[0] == shown[0]
+    assert shown[-1] not in kept
+
+
 # -- summaries --------------------------------------------------------------------------------
 
 
