@@ -39,7 +39,6 @@ class CompactionConfig:
     condensed_fanout: int = 4
     pressure_fanout: int = 2
     incremental_max_depth: int = -1
-    max_rounds: int = 10
     flush_soft_tokens: int = 4_000
 
 
