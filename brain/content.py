@@ -28,7 +28,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from brain.errors import InvalidInput
-from brain.tokens import estimate_tokens
+from brain.tokens import estimate_tokens, name_tokens
 
 Role = Literal["user", "assistant", "system", "tool"]
 PartKind = Literal["text", "tool_call", "tool_result", "reasoning", "image", "file", "other"]
@@ -42,6 +42,26 @@ NO_CONTENT_KEY: Final = "__brain_content__"
 left out (``"absent"``); SDK field names never take this form."""
 NO_CONTENT_NEEDS: Final = ("tool_calls", "function_call", "refusal", "audio")
 """An assistant message may come without content when it has one of these."""
+MESSAGE_EXTRAS: Final = (
+    "refusal",
+    "annotations",
+    "audio",
+    "function_call",
+    "reasoning_content",
+    "reasoning",
+    "type",
+    "status",
+    "model",
+    "stop_reason",
+    "stop_sequence",
+    "usage",
+    "container",
+)
+"""The message-level SDK fields kept in ``MessageIn.extra``: the same list as
+``protocol.methods.MESSAGE_EXTRAS`` (``brain`` never imports ``protocol``; a test
+keeps the two equal), for messages read from files rather than requests."""
+SPEAKER_ROLES: Final = frozenset({"user", "assistant", "system"})
+"""Roles whose ``name`` says who spoke (a tool message's ``name`` is its tool's)."""
 _PREVIEW_CHARS: Final = 160
 
 
@@ -128,6 +148,8 @@ def normalize(
     texts: list[str] = []
     extra = dict(msg.extra or {})
 
+    refusal = extra.get("refusal")
+    refusal = refusal if isinstance(refusal, str) and refusal else None
     if msg.content is None:
         _check_no_content(msg, where)
         # Stored like an empty string; the marker tells ``restore`` to give null back.
@@ -141,10 +163,10 @@ def normalize(
             payload = _payload(text.encode("utf-8"), "utf8", result_kind)
             parts.append(Part(result_kind, "message", None, msg.tool_call_id, None, payload))
             text = _reference(payload, None, text)
-        elif msg.tool_call_id is not None or msg.tool_calls:
-            # Tool calls add their text to the flattened content below, so the
-            # original string must be kept for ``restore`` to give it back.
-            original = text if msg.tool_calls else None
+        elif msg.tool_call_id is not None or msg.tool_calls or refusal:
+            # Tool calls and a refusal add their text to the flattened content
+            # below, so the original string must be kept for ``restore``.
+            original = text if msg.tool_calls or refusal else None
             parts.append(Part(result_kind, "message", original, msg.tool_call_id))
         texts.append(text)
     else:
@@ -161,14 +183,21 @@ def normalize(
         part, text = _openai_tool_call(call, f"{where}.tool_calls[{i}]", large_tokens)
         parts.append(part)
         texts.append(text)
+    if refusal is not None:
+        # Flattened too, so grep finds it and budgets count it; ``restore``
+        # gives it back from ``extra`` and render shows it as the refusal.
+        texts.append(refusal)
 
     content = "\n".join(texts)
+    speaker_name = msg.name if msg.role in SPEAKER_ROLES else None
     return Normalized(
         role=msg.role,
         name=msg.name,
         content=content,
         content_shape=shape,
-        token_count=estimate_tokens(content),
+        # The speaker's name is shown with the message (OpenAI ``name``, or a
+        # ``Name: `` prefix), so it is part of what the message costs.
+        token_count=estimate_tokens(content) + name_tokens(speaker_name),
         created_at=created_at,
         client_id=msg.client_id,
         replay_hash=replay_hash(msg),

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import orjson
 
+from brain.content import SPEAKER_ROLES
 from brain.ingest import generated_row_id, public_message_id
 from brain.store import Store
 
@@ -34,6 +35,14 @@ class StoredPart:
     block: Any
 
 
+def speaker(role: str, name: str | None) -> str | None:
+    """Who said a message: its ``name`` for user, assistant and system messages.
+
+    A tool message's ``name`` is the tool's (OpenAI), not a speaker's.
+    """
+    return name if name and role in SPEAKER_ROLES else None
+
+
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
     """A message row with its parts, in ordinal order."""
@@ -49,14 +58,11 @@ class StoredMessage:
     created_at: str
     parts: tuple[StoredPart, ...]
     suppressed: bool = False
-
-
-def speaker(role: str, name: str | None) -> str | None:
-    """Who said a message: its ``name`` for user, assistant and system messages.
-
-    A tool message's ``name`` is the tool's (OpenAI), not a speaker's.
-    """
-    return name if name and role in ("user", "assistant", "system") else None
+    refusal: str | None = None
+    """The message-level ``refusal`` the message came with (OpenAI), if any."""
+    no_content: bool = False
+    """The message came with ``content`` null or absent: its flattened text is only
+    what its tool calls and refusal say, none of it content to show."""
 
 
 def with_speaker(text: str, name: str | None) -> str:
@@ -68,12 +74,18 @@ def with_speaker(text: str, name: str | None) -> str:
 # statement with one binding and no SQL is ever built from values.
 _BY_IDS: Final = (
     "SELECT m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
-    "m.token_count, m.created_at, m.suppressed_at IS NOT NULL "
+    "m.token_count, m.created_at, m.suppressed_at IS NOT NULL, "
+    # The two ``extra`` members rendering needs, read in SQL rather than
+    # decoding the whole JSON (it may hold large SDK fields) for each message.
+    "CASE json_type(m.extra, '$.refusal') WHEN 'text' THEN m.extra ->> '$.refusal' END, "
+    "json_extract(m.extra, '$.__brain_content__') IS NOT NULL "
     "FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
 )
 _BY_RANGE: Final = (
     "SELECT m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
-    "m.token_count, m.created_at, m.suppressed_at IS NOT NULL "
+    "m.token_count, m.created_at, m.suppressed_at IS NOT NULL, "
+    "CASE json_type(m.extra, '$.refusal') WHEN 'text' THEN m.extra ->> '$.refusal' END, "
+    "json_extract(m.extra, '$.__brain_content__') IS NOT NULL "
     "FROM messages m WHERE m.conversation_id = ? "
     "AND m.seq BETWEEN ? AND ? ORDER BY m.seq"
 )
@@ -164,6 +176,8 @@ def _message(row: tuple[Any, ...], parts: tuple[StoredPart, ...]) -> StoredMessa
         created_at=str(row[8]),
         parts=parts,
         suppressed=bool(row[9]),
+        refusal=row[10] if isinstance(row[10], str) and row[10] else None,
+        no_content=bool(row[11]),
     )
 
 

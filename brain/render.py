@@ -27,9 +27,11 @@ import orjson
 
 from brain.content import FILE_MARKER
 from brain.messages import StoredMessage, StoredPart, speaker, with_speaker
-from brain.tokens import BLOCK_OVERHEAD, IMAGE_TOKENS, estimate_tokens, message_cost
+from brain.tokens import BLOCK_OVERHEAD, IMAGE_TOKENS, estimate_tokens, message_cost, name_tokens
 
-BlockType = Literal["text", "image", "file", "tool_call", "tool_result", "reasoning", "other"]
+BlockType = Literal[
+    "text", "refusal", "image", "file", "tool_call", "tool_result", "reasoning", "other"
+]
 Role = Literal["user", "assistant", "system", "tool"]
 
 UNANSWERED: Final = "[tool result unavailable: the tool call was never answered]"
@@ -48,7 +50,7 @@ _HINT_KEYS: Final = ("path", "file_path", "filename", "command", "cmd", "pattern
 class Block:
     """One piece of a turn, in neither API's shape.
 
-    ``text`` is the text, tool result text or reasoning text (for images and
+    ``text`` is the text, refusal, tool result text or reasoning text (for images and
     files a placeholder such as ``[image]``, used where the target API cannot
     carry the block). ``data`` is the original stored block, kept so images,
     files and reasoning signatures render as faithfully as the target allows.
@@ -101,14 +103,16 @@ def turn_from_message(msg: StoredMessage) -> Turn:
     whose output is in a payload file becomes a ``stub_text`` (``pair_tools``
     adds the call's disambiguator later); any other block with a payload file
     becomes text holding the flattened reference to the file, except
-    reasoning, which stays reasoning (it is never shown as text).
+    reasoning, which stays reasoning (it is never shown as text). A message-level
+    ``refusal`` (OpenAI) comes last, as a ``refusal`` block.
     """
     role = _role(msg.role)
     name = speaker(msg.role, msg.name)
+    refusal = (Block("refusal", msg.refusal),) if msg.refusal is not None else ()
     if not msg.parts:
-        plain = msg.content_shape == "string" and msg.content
+        plain = msg.content_shape == "string" and msg.content and not msg.no_content
         only = (Block("text", msg.content),) if plain else ()
-        return Turn(role, only, msg.id, msg.seq, name=name)
+        return Turn(role, only + refusal, msg.id, msg.seq, name=name)
     result = next((p for p in msg.parts if p.origin == "message" and p.kind == "tool_result"), None)
     blocks: list[Block] = []
     if result is not None:
@@ -125,7 +129,7 @@ def turn_from_message(msg: StoredMessage) -> Turn:
             block = None  # a tool message's content blocks are its result's text
         if block is not None:
             blocks.append(block)
-    return Turn(role, tuple(blocks), msg.id, msg.seq, name=name)
+    return Turn(role, tuple(blocks) + refusal, msg.id, msg.seq, name=name)
 
 
 def summary_turn(summary_id: str, xml: str, seq: int) -> Turn:
@@ -222,7 +226,7 @@ def render_openai(turns: Sequence[Turn]) -> list[dict[str, Any]]:
     """Turns as OpenAI chat-completions messages.
 
     Assistant tool calls go in ``tool_calls`` (content null when there is no
-    text); each tool result is its own ``tool`` message; images become
+    text), a refusal in ``refusal``; each tool result is its own ``tool`` message; images become
     ``image_url`` parts. Reasoning is left out (chat completions takes none as
     input), as are unknown blocks; consecutive user turns stay separate
     messages. An image or file the message cannot carry becomes its
@@ -244,7 +248,8 @@ def render_anthropic(turns: Sequence[Turn]) -> tuple[str | None, list[dict[str, 
     """Turns as Anthropic messages: (system text or None, messages).
 
     System turns are joined into the system text. Anthropic messages carry
-    no name: a named speaker's first text block starts ``Name: ``. Tool results go in user
+    no name: a named speaker's first text block starts ``Name: ``. A refusal
+    (which Anthropic has no field for) is the assistant's text. Tool results go in user
     messages (before any other block there, as the API requires), tool calls
     are ``tool_use`` blocks whose ``input`` is the parsed arguments (``{}``
     when they do not parse to an object). Consecutive messages of one role
@@ -280,10 +285,11 @@ def turn_tokens(turn: Turn) -> int:
     ``BLOCK_OVERHEAD`` per block after the first.
 
     A one-block text turn thus costs what ``message_cost`` gives for its text,
-    the same as the stored message. Images cost ``IMAGE_TOKENS``; blocks no
+    the same as the stored message; a speaker's name adds ``name_tokens``, as it
+    does to the stored count. Images cost ``IMAGE_TOKENS``; blocks no
     renderer shows ("other") cost nothing.
     """
-    content = sum(_block_tokens(b) for b in turn.blocks)
+    content = sum(_block_tokens(b) for b in turn.blocks) + name_tokens(turn.name)
     return message_cost(content) + BLOCK_OVERHEAD * max(0, len(turn.blocks) - 1)
 
 
@@ -565,6 +571,13 @@ def _openai_turn(turn: Turn, out: list[dict[str, Any]]) -> None:
         if block.type == "tool_result":
             out.append({"role": "tool", "tool_call_id": block.call_id or "", "content": block.text})
             current = None
+        elif block.type == "refusal":
+            # Its own field, as the API gives it (content stays null when that is all).
+            if current is None or current["role"] != role:
+                current = {"role": role, "content": []}
+                out.append(current)
+            previous = current.get("refusal")
+            current["refusal"] = block.text if previous is None else f"{previous}\n{block.text}"
         elif block.type == "tool_call":
             if current is None or current["role"] != "assistant":
                 current = {"role": "assistant", "content": []}
@@ -684,7 +697,7 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
                 out.append(("user", _anthropic_result(block)))
             case "tool_call":
                 out.append(("assistant", _anthropic_call(block)))
-            case "text":
+            case "text" | "refusal":
                 if block.text.strip():  # the API rejects whitespace-only text
                     text = with_speaker(block.text, name)
                     name = None
@@ -829,7 +842,7 @@ def _results_first(content: list[dict[str, Any]]) -> None:
 
 def _block_tokens(block: Block) -> int:
     match block.type:
-        case "text" | "reasoning":
+        case "text" | "refusal" | "reasoning":
             return estimate_tokens(block.text)
         case "tool_call":
             return sum(

@@ -63,6 +63,12 @@ default maximum size, OpenAI up to ~1,100), so a flat upper figure keeps
 budgets honest without decoding the image."""
 
 
+def name_tokens(name: str | None) -> int:
+    """What a speaker's name adds to a message: its ``Name: `` prefix (the form
+    used where a format has no name field; OpenAI's ``name`` costs about as much)."""
+    return estimate_tokens(f"{name}: ") if name else 0
+
+
 def message_cost(content_tokens: int) -> int:
     """What one message costs in an assembled context."""
     return content_tokens + MESSAGE_OVERHEAD

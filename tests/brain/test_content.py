@@ -109,7 +109,8 @@ def test_unknown_block_types_are_kept_as_other_parts() -> None:
 def test_string_content_is_its_own_flattened_text_with_no_parts() -> None:
     n = _norm(MessageIn("user", "hello world", name="ann"))
     assert (n.content, n.content_shape, n.parts) == ("hello world", "string", [])
-    assert n.token_count == estimate_tokens("hello world")
+    # The speaker's name is shown with the message, so it is counted too.
+    assert n.token_count == estimate_tokens("hello world") + estimate_tokens("ann: ")
     assert n.name == "ann"
 
 
