@@ -8,8 +8,9 @@ Two transcript formats, told apart by the first non-empty line:
   imported; other entry types are tree nodes and nothing more. The *active
   path* is the chain from the last message entry back through ``parentId`` to
   the root; entries off it (abandoned branches) are not imported.
-* **Plain** transcripts: one ``{"role", "content", ...}`` message a line, the
-  whole file being the path.
+* **Plain** transcripts: one message a line, in any shape ``ingest`` takes (an
+  SDK dump: ``content`` null beside ``tool_calls``, ``refusal``, ``annotations``,
+  ...), the whole file being the path. Members ``ingest`` does not know are ignored.
 
 Each message gets a stable client id (the OpenClaw entry id; for a plain line
 ``line-<n>-<hash of the line>``), so ingest's idempotency holds. The *anchor*
@@ -43,7 +44,7 @@ from typing import IO, Any, Final, Literal
 
 import orjson
 
-from brain.content import MessageIn
+from brain.content import MESSAGE_EXTRAS, MessageIn
 from brain.errors import Conflict, InvalidInput
 from brain.fileguard import Refused, open_regular
 from brain.ingest import ingest
@@ -248,12 +249,11 @@ def _parse(raw: bytes, line_no: int) -> dict[str, Any]:
 def _detect(obj: dict[str, Any], line_no: int) -> Format:
     if obj.get("type") == "session":
         return "openclaw"
-    if "role" in obj and "content" in obj:
+    if "role" in obj:
         return "plain"
     raise InvalidInput(
         f"line {line_no}",
-        'neither an OpenClaw session header ({"type": "session"}) '
-        'nor a {"role", "content"} message',
+        'neither an OpenClaw session header ({"type": "session"}) nor a {"role", ...} message',
     )
 
 
@@ -293,8 +293,14 @@ def _openclaw_entry(
 def _plain_entry(scan: _Scan, obj: dict[str, Any], raw: bytes, start: int, line_no: int) -> None:
     if not isinstance(obj.get("role"), str):
         raise InvalidInput(f"line {line_no}.role", "must be a string")
-    if not isinstance(obj.get("content"), str | list):
+    # Types only: whether content may be missing is ingest's rule (normalize),
+    # applied when the line is imported.
+    content = obj.get("content")
+    if content is not None and not isinstance(content, str | list):
         raise InvalidInput(f"line {line_no}.content", "must be a string or an array of blocks")
+    for i, block in enumerate(content if isinstance(content, list) else ()):
+        if not isinstance(block, dict):
+            raise InvalidInput(f"line {line_no}.content[{i}]", "must be an object")
     digest = hashlib.blake2b(raw.strip(), digest_size=6).hexdigest()
     position = len(scan.ids)
     scan.ids.append(f"line-{line_no}-{digest}")
@@ -425,15 +431,21 @@ def _read_message(handle: IO[bytes], scan: _Scan, entry: int, line_no: int) -> M
 
 
 def _plain_message(obj: dict[str, Any], client_id: str, line_no: int) -> MessageIn:
+    """A plain line as ``ingest`` would take it: the SDK fields it keeps go in
+    ``extra`` (null ones say nothing), and content may be null or missing
+    where ingest allows it (checked by ``normalize``, naming the line)."""
     where = f"line {line_no}"
+    extra = {k: obj[k] for k in MESSAGE_EXTRAS if obj.get(k) is not None}
     return MessageIn(
         role=obj["role"],
-        content=obj["content"],
+        content=obj.get("content"),
         client_id=client_id,
         name=_opt_str(obj, "name", where),
         created_at=_time(obj.get("created_at", obj.get("timestamp")), where),
         tool_calls=_opt_list(obj, "tool_calls", where),
         tool_call_id=_opt_str(obj, "tool_call_id", where),
+        extra=extra or None,
+        content_absent="content" not in obj,
     )
 
 
@@ -532,4 +544,7 @@ def _opt_list(obj: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]
     value = obj.get(key)
     if value is not None and not isinstance(value, list):
         raise InvalidInput(f"{where}.{key}", "must be an array")
+    for i, item in enumerate(value or ()):
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{where}.{key}[{i}]", "must be an object")
     return value

@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 
-from protocol import errors
+from brain import content
+from protocol import errors, methods
 from tests.brain.test_bootstrap import ACTIVE, BRANCH_A, BRANCH_B, TRUNK
 from tests.e2e.conftest import (
     BRAIN,
@@ -116,3 +117,49 @@ def test_a_fifo_a_device_or_a_proc_file_is_invalid_params_at_once_and_the_daemon
     assert stored["result"]["ingested"] == 1
     assert daemon.finish()[0] == 0
     assert len(stored_client_ids(db_path, "s")) == 1
+
+
+def test_a_plain_sdk_dump_with_null_content_beside_tool_calls_is_imported_as_ingest_takes_it(
+    db_path: Path, spawn: Spawn, tmp_path: Path
+) -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    # What ``model_dump()`` of OpenAI SDK messages writes, one a line.
+    lines: list[dict[str, Any]] = [
+        {"role": "user", "content": "what is in the repo?", "name": "alice"},
+        {
+            "role": "assistant",
+            "content": None,
+            "refusal": None,
+            "annotations": [],
+            "audio": None,
+            "function_call": None,
+            "tool_calls": [call],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.txt b.txt"},
+        {"role": "assistant", "content": "Two files.", "annotations": [], "refusal": None},
+        {"role": "assistant", "refusal": "I can't delete them."},
+    ]
+    transcript = tmp_path / "dump.jsonl"
+    transcript.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"role": "user", "content": "hi"}\n{"role": "user", "content": null}\n')
+    daemon = spawn(serve_argv(db_path))
+
+    done = daemon.call(1, "bootstrap", {"session": "s", "path": str(transcript)})["result"]
+    refused = daemon.call(2, "bootstrap", {"session": "b", "path": str(bad)})["error"]
+
+    assert (done["format"], done["imported"]) == ("plain", len(lines))
+    ids = stored_client_ids(db_path, "s")
+    for request_id, (line, message_id) in enumerate(zip(lines, ids, strict=True), start=3):
+        described = daemon.call(request_id, "describe", {"id": message_id, "session": "s"})
+        kept = {k: v for k, v in line.items() if v is not None or k == "content"}
+        assert described["result"]["message"] == kept
+    # Ingest's rule, with the line named: only an assistant message may omit content.
+    assert refused["code"] == errors.InvalidParams.CODE
+    assert "line 2.content" in refused["message"]
+    assert daemon.finish()[0] == 0
+
+
+def test_bootstrap_keeps_the_same_sdk_fields_as_the_ingest_request() -> None:
+    assert content.MESSAGE_EXTRAS == methods.MESSAGE_EXTRAS
+    assert content.NO_CONTENT_NEEDS == methods.NO_CONTENT_NEEDS
