@@ -25,7 +25,6 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,9 @@ USER = "Maya"
 ASSISTANT = "Atlas"
 SESSION = "fernhill-launch"
 BUDGET = 2_000
+OVERNIGHT_S = 0.5
+"""How long the session is quiet between two days of the replay (background
+compaction waits for a quiet session, so a bulk replay does not race it)."""
 SETTLE_S = 3.0
 """How long the demo waits for background compaction to catch up before it
 asks for an explicit ``compact`` (it says which of the two made the summaries)."""
@@ -81,6 +83,8 @@ class Conversation:
 
     turns: list[list[dict[str, Any]]] = field(default_factory=list)
     days: list[str] = field(default_factory=list)
+    day_starts: list[int] = field(default_factory=list)
+    """The index in ``turns`` of each day's first turn."""
     _clock: int = 0
     _day: str = ""
     tool_calls: int = 0
@@ -89,6 +93,7 @@ class Conversation:
         self._day = date
         self._clock = 9 * 60
         self.days.append(date)
+        self.day_starts.append(len(self.turns))
 
     def _stamp(self) -> str:
         self._clock += 2
@@ -215,7 +220,9 @@ def replay(client: Client, talk: Conversation, budget: int) -> int:
     Returns how many assembles dropped history that no summary in their context covered.
     """
     uncovered = 0
-    for turn in talk.turns:
+    for k, turn in enumerate(talk.turns):
+        if k in talk.day_starts[1:]:
+            time.sleep(OVERNIGHT_S)
         client.call("ingest", {"session": SESSION, "messages": turn[:1]})
         out = client.call("assemble", {"session": SESSION, "budget": budget})
         if out["dropped"]["messages"]:
@@ -225,14 +232,20 @@ def replay(client: Client, talk: Conversation, budget: int) -> int:
     return uncovered
 
 
-def settled(client: Client, budget: int) -> Iterator[dict[str, Any]]:
-    """Assembles until the background work has caught up, for up to ``SETTLE_S``."""
+def settle(client: Client, budget: int) -> bool:
+    """Whether background compaction has made history fit ``budget``: assembles until
+    two in a row are the same and leave nothing out, for up to ``SETTLE_S``."""
     deadline = time.monotonic() + SETTLE_S
+    previous = None
     while True:
         out = client.call("assemble", {"session": SESSION, "budget": budget})
-        yield out
+        whole = out["included"]["summaries"] and not any(out["dropped"].values())
+        state = (out["tokens"], out["included"], out["fresh_tail"]) if whole else None
+        if state is not None and state == previous:
+            return True
         if time.monotonic() > deadline:
-            return
+            return False
+        previous = state
         time.sleep(0.2)
 
 
@@ -263,21 +276,16 @@ def run(db: Path, budget: int, *, keep: bool) -> int:
             f"{len(talk.turns)} user turns, {talk.messages} messages ({USER} and {ASSISTANT}, "
             f"with {talk.tool_calls} tool calls and their results) over {len(talk.days)} days "
             f"({talk.days[0]} to {talk.days[-1]}): each turn ingested, then assembled under "
-            f"{budget:,} tokens. Stored: {info['messages']} messages.",
+            f"{budget:,} tokens, at machine speed but for a {OVERNIGHT_S} s pause between days. "
+            f"Stored: {info['messages']} messages.",
         )
 
         # 2. Summaries: made in the background as the host assembled, or on request.
-        auto = None
-        for out in settled(client, budget):
-            auto = out
-            if out["included"]["summaries"] and not out["dropped"]["messages"]:
-                break
-        assert auto is not None
         how = "made in the background while the host assembled"
-        if not auto["included"]["summaries"] or auto["dropped"]["messages"]:
-            done = client.call("compact", {"session": SESSION})
+        if not settle(client, budget):
+            done = client.call("compact", {"session": SESSION, "target_tokens": budget})
             how = (
-                f"made by an explicit `compact` ({len(done['summaries'])} new, "
+                f"after an explicit `compact` ({len(done['summaries'])} new, "
                 f"context {done['tokens_before']:,} -> {done['tokens_after']:,} tokens)"
             )
         out = client.call("assemble", {"session": SESSION, "budget": budget})
