@@ -38,9 +38,12 @@ BUDGET = 2_000
 OVERNIGHT_S = 0.5
 """How long the session is quiet between two days of the replay (background
 compaction waits for a quiet session, so a bulk replay does not race it)."""
-SETTLE_S = 3.0
+SETTLE_S = 4.0
 """How long the demo waits for background compaction to catch up before it
 asks for an explicit ``compact`` (it says which of the two made the summaries)."""
+POLL_S = 0.5
+"""Between two looks at the context while waiting: longer than the quiet a
+session needs before background compaction starts (each request restarts it)."""
 
 # The early facts the end of the demo asks about; each is said once, on day 1.
 PORT_FACT = (
@@ -246,7 +249,7 @@ def settle(client: Client, budget: int) -> bool:
         if time.monotonic() > deadline:
             return False
         previous = state
-        time.sleep(0.2)
+        time.sleep(POLL_S)
 
 
 def main() -> int:
@@ -298,16 +301,16 @@ def run(db: Path, budget: int, *, keep: bool) -> int:
         raw = len(messages) - len(summaries)
         tail, first_seq = out["fresh_tail"]["count"], out["fresh_tail"]["first_seq"]
         whole = not out["dropped"]["messages"] and not out["dropped"]["summaries"]
-        spans = ", ".join(
-            f"{d['id']} seq {d['sources']['first_seq']}-{d['sources']['last_seq']}"
-            for d in described
-        )
+        span = {d["id"]: (d["sources"]["first_seq"], d["sources"]["last_seq"]) for d in described}
+        spans = ", ".join(f"{s} seq {a}-{b}" for s, (a, b) in span.items())
+        # Summaries come first, oldest first; the raw messages follow the last one.
+        raw_from = max((b for _, b in span.values()), default=0) + 1
         lines = [
             f"assemble(budget={budget:,}): {out['tokens']:,} tokens used of {budget:,} "
             f"(over_budget: {str(out['over_budget']).lower()}).",
             f"Summaries: {len(summaries)}, {how}, standing for the oldest {covered} messages "
-            f"({spans}); then {raw} raw messages, the newest {tail} of them being the fresh "
-            f"tail from seq {first_seq}.",
+            f"({spans}); then {raw} raw messages from seq {raw_from} on, the newest {tail} of "
+            f"them being the fresh tail from seq {first_seq}.",
             f"dropped: {out['dropped']['messages']} messages, {out['dropped']['summaries']} "
             "summaries"
             + (
@@ -316,7 +319,8 @@ def run(db: Path, budget: int, *, keep: bool) -> int:
                 else " (left out for the budget)."
             ),
             f"Earlier, {uncovered} of the {len(talk.turns)} assembles during the replay had to "
-            "drop messages no summary covered yet.",
+            "drop messages no summary covered yet (background compaction waits for a quiet "
+            "session, and within a day this replay never pauses).",
             "The context the model gets (first two and last two messages):",
         ]
         for m in [*messages[:2], *messages[-2:]]:
@@ -324,27 +328,27 @@ def run(db: Path, budget: int, *, keep: bool) -> int:
             lines.append(f"  {m['role']}{who}: {short(m['content'])}")
         show("2. What the model sees", "\n".join(lines))
 
-        def placed(seq: int, covering: str | None) -> str:
-            """Where a message is in the context above, as far as the answers say."""
-            if seq >= first_seq:
-                return "It is raw in the context (in the fresh tail)."
-            if raw == tail and whole and covering is not None:
-                return (
-                    f"It is not raw in the context (older than seq {first_seq}); "
-                    f"summary {covering} covers it."
-                )
-            return f"It is older than the fresh tail; covered by: {covering}."
+        def placed(seq: int) -> str:
+            """Where message ``seq`` is in the context above."""
+            if seq >= raw_from:
+                return "It is raw in the context."
+            holder = next((s for s, (a, b) in span.items() if a <= seq <= b), None)
+            if holder is None:
+                return "It is not in the context, and no summary there covers it."
+            first, last = span[holder]
+            return (
+                f"It is not raw in the context (raw messages start at seq {raw_from}); "
+                f"summary {holder} there covers it (seq {first}-{last})."
+            )
 
         # 3. grep: an early detail, found in full.
         hits = client.call("grep", {"session": SESSION, "query": "Stripe webhooks"})["hits"]
-        hit = hits[0]
-        where = client.call("describe", {"id": hit["id"], "session": SESSION})
-        holder = where["covered_by"]
+        hit = next(h for h in hits if h["kind"] == "message")
         show(
             "3. grep 'Stripe webhooks'",
-            f"{len(hits)} hit(s); best: message {hit['id']} (seq {hit['seq']}, {hit['name']}, "
-            f"{hit['created_at'][:10]}): {short(hit['snippet'], 120)}\n"
-            + placed(hit["seq"], holder),
+            f"{len(hits)} hit(s); the best message: {hit['id']} (seq {hit['seq']}, "
+            f"{hit['name']}, {hit['created_at'][:10]}): {short(hit['snippet'], 120)}\n"
+            + placed(hit["seq"]),
         )
 
         # 4. describe: what a summary stands for.
@@ -373,7 +377,7 @@ def run(db: Path, budget: int, *, keep: bool) -> int:
             said = client.call("describe", {"id": found.group(2), "session": SESSION})
             where_said = (
                 f"The passage saying {found.group(1)!r} is message {found.group(2)} "
-                f"(seq {said['seq']}). " + placed(said["seq"], said["covered_by"])
+                f"(seq {said['seq']}). " + placed(said["seq"])
             )
         show(
             f"5. expand_query {PORT_QUESTION!r}",
