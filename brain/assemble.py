@@ -35,6 +35,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from brain.budgets import follow, sizes
 from brain.config import CompactionConfig
 from brain.context import Conversation, Item, conversation, items, mark_flushed, tail_start
 from brain.dag import Summary, load_summaries, summary_xml, withheld_xml
@@ -108,6 +109,9 @@ class Assembled:
     withheld: int = 0
     """Summaries shown as placeholders: a source was suppressed and the rebuild of the
     rest has not landed yet (``brain.suppress``)."""
+    budget_changed: bool = False
+    """The session follows this call's budget from now on (``brain.budgets``): the
+    daemon then looks for compaction to do. Not sent on the wire."""
 
 
 @dataclass
@@ -209,7 +213,9 @@ class Assembler:
 
         summaries_in = sum(1 for i, _ in chosen if not i.is_message)
         summaries_all = len(view.summary_indices)
-        flush = self._flush_due(store, conv, tail)
+        # Written only when the session's budget changes: assemble stays a read.
+        changed = follow(store, conv, options.budget)
+        flush = self._flush_due(store, conv, tail, options.budget if changed else conv.budget)
         return Assembled(
             messages=messages,
             system=system,
@@ -228,6 +234,7 @@ class Assembler:
             flush_recommended=flush,
             recall_tokens=recall_cost,
             withheld=sum(1 for i, _ in chosen if view.entries[_key(i)].withheld),
+            budget_changed=changed,
         )
 
     def _pick(
@@ -446,13 +453,17 @@ class Assembler:
             entry.stub_cost = message_cost(estimate_tokens(stub))
         return entry
 
-    def _flush_due(self, store: Store, conv: Conversation, tail: list[Item]) -> bool:
-        """True once per compaction epoch when raw history nears the compaction threshold."""
+    def _flush_due(
+        self, store: Store, conv: Conversation, tail: list[Item], budget: int | None
+    ) -> bool:
+        """True once per compaction epoch when raw history nears the compaction threshold
+        (the session's, sized by the budget it follows)."""
         if conv.flush_epoch == conv.compaction_epoch:
             return False
         raw_tail = sum(i.token_count for i in tail if i.is_message)
         outside = conv.raw_tokens - raw_tail
-        if outside < self.config.threshold_tokens - self.config.flush_soft_tokens:
+        sized = sizes(self.config, budget)
+        if outside < sized.threshold - sized.flush_soft:
             return False
         with store.transaction():
             mark_flushed(store, conv.id, conv.compaction_epoch)

@@ -35,6 +35,7 @@ from typing import Final
 
 import orjson
 
+from brain.budgets import Sizes, sizes
 from brain.config import CompactionConfig
 from brain.content import normalize_time
 from brain.context import Conversation, Item, conversation_by_id, replace_run, tail_start
@@ -121,10 +122,13 @@ class Compactor:
     # -- entry points ------------------------------------------------------------
 
     def incremental(self, conversation_id: int) -> CompactionReport:
-        """After ingest: leaf passes while raw tokens outside the tail exceed the threshold,
-        then condensation up to ``incremental_max_depth``. Skips (returns at once) when
-        another compaction of this conversation is running: that one re-checks the
-        threshold after every pass."""
+        """In the background: leaf passes while raw tokens outside the tail exceed the
+        threshold, then condensation up to ``incremental_max_depth``, then, for a session
+        that follows a budget, condensation while its summaries pass their share (pairs
+        of the shallowest depth first, else the oldest adjacent summaries whatever their
+        depths). Sizes come from the session's budget (``brain.budgets``). Skips (returns
+        at once) when another compaction of this conversation is running: that one
+        re-checks the threshold after every pass."""
         report = CompactionReport()
         with self._exclusive(conversation_id, wait=False) as got:
             if not got:
@@ -138,6 +142,7 @@ class Compactor:
                     break
             if report.leaf_passes:
                 self._condense(conversation_id, report, self.config.incremental_max_depth, None)
+            self._fit_summaries(conversation_id, report)
             report.tokens_after = self._conversation(conversation_id).context_tokens
             report.took_ms = (time.perf_counter() - started) * 1000
         return report
@@ -198,7 +203,14 @@ class Compactor:
 
     def eligible(self, conversation_id: int) -> bool:
         """Whether an incremental compaction would do anything now."""
-        return self.config.auto and self._over_threshold(conversation_id)
+        return self.config.auto and (
+            self._over_threshold(conversation_id) or self._summaries_over(conversation_id)
+        )
+
+    def rebuild_due(self, conversation_id: int) -> bool:
+        """Whether a summary of the context list waits for its rebuild."""
+        with self._access() as store:
+            return bool(rebuilds_due(store, conversation_id))
 
     def rebuild(self, conversation_id: int) -> CompactionReport:
         """Rebuild every withheld summary of the context list (no folding: this runs
@@ -324,9 +336,42 @@ class Compactor:
     def _over_threshold(self, conversation_id: int) -> bool:
         with self._access() as store:
             conv = conversation_by_id(store, conversation_id)
-            start = tail_start(store, conv, self.config.fresh_tail_count)
+            sized = sizes(self.config, conv.budget)
+            start = self._tail_start(store, conv, sized)
             outside = conv.raw_tokens - _raw_tokens_from(store, conversation_id, start)
-        return outside > self.config.threshold_tokens
+        return outside > sized.threshold
+
+    def _tail_start(self, store: Store, conv: Conversation, sized: Sizes) -> int:
+        """Where the tail compaction keeps starts: ``fresh_tail_count`` messages, fewer
+        when they cost more than the budget leaves the tail (assemble would cut such a
+        tail, and the history between would be dropped with no summary covering it)."""
+        count = self.config.fresh_tail_count
+        if sized.tail_tokens is not None:
+            count = _newest_within(store, conv.id, count, sized.tail_tokens)
+        return tail_start(store, conv, count)
+
+    def _summaries_over(self, conversation_id: int) -> bool:
+        """Whether the summaries in the context list pass their share of the session's
+        budget (never, for a session that follows none)."""
+        with self._access() as store:
+            conv = conversation_by_id(store, conversation_id)
+            room = sizes(self.config, conv.budget).summary_room
+            if room is None:
+                return False
+            return _summary_tokens(store, conversation_id) > room
+
+    def _fit_summaries(self, conversation_id: int, report: CompactionReport) -> None:
+        """Condense until the summaries fit their share of the budget: runs of two or more
+        at the shallowest depth first, else the oldest adjacent summaries whatever their
+        depths (a run of distinct depths could otherwise never fold)."""
+        max_depth = self.config.incremental_max_depth
+        while not self._stopping.is_set() and self._summaries_over(conversation_id):
+            if self._condensed_pass(conversation_id, report, max_depth, 2):
+                continue
+            if max_depth >= 0 or not self._condensed_pass(
+                conversation_id, report, max_depth, 2, mixed=True
+            ):
+                return
 
     def _leaf_pass(
         self, conversation_id: int, report: CompactionReport, missing: int | None = None
@@ -348,13 +393,14 @@ class Compactor:
         room for its summary, and the summary's size limit is lowered so that the
         pass lands at the target, not below it (``_sized_target``).
         """
-        cap = self.config.leaf_chunk_tokens
-        if missing is not None:
-            wanted = min(self.config.leaf_target_tokens, max(_SIZED_MIN_TOKENS, missing))
-            cap = min(cap, missing + _LEAF_SHELL_TOKENS + wanted)
         with self._access() as store:
             conv = conversation_by_id(store, conversation_id)
-            start = tail_start(store, conv, self.config.fresh_tail_count)
+            sized = sizes(self.config, conv.budget)
+            cap = sized.leaf_chunk
+            if missing is not None:
+                wanted = min(sized.leaf_target, max(_SIZED_MIN_TOKENS, missing))
+                cap = min(cap, missing + _LEAF_SHELL_TOKENS + wanted)
+            start = self._tail_start(store, conv, sized)
             chunk = _leaf_chunk(store, conversation_id, start, cap)
             if not chunk:
                 return False
@@ -378,7 +424,7 @@ class Compactor:
             summarizer="",
             sources=tuple(SourceRef(message_id=m.row_id, omitted=m.suppressed) for m in messages),
         )
-        target = self.config.leaf_target_tokens
+        target = sized.leaf_target
         if missing is not None:
             room = sum(i.token_count for i in chunk) - missing - _shell_cost(new, ())
             target = _sized_target(target, room)
@@ -412,11 +458,16 @@ class Compactor:
         max_depth: int,
         fanout: int | None,
         missing: int | None = None,
+        *,
+        mixed: bool = False,
     ) -> bool:
-        """Fold the oldest run of same-depth summaries at the shallowest eligible depth.
+        """Fold the oldest run of same-depth summaries at the shallowest eligible depth
+        (``mixed``: the oldest run of at least ``fanout`` adjacent summaries, any depths).
         ``missing``: tokens the context is over a compaction target (sizes the pass)."""
         for _ in range(_ATTEMPTS):
-            done = self._condensed_attempt(conversation_id, report, max_depth, fanout, missing)
+            done = self._condensed_attempt(
+                conversation_id, report, max_depth, fanout, missing, mixed
+            )
             if done is not None:
                 return done
         return False
@@ -428,17 +479,22 @@ class Compactor:
         max_depth: int,
         fanout: int | None,
         missing: int | None,
+        mixed: bool = False,
     ) -> bool | None:
         """One read-summarise-commit of the condensed chunk; None: retry."""
         with self._access() as store:
-            found = _condensed_chunk(store, conversation_id, self.config, max_depth, fanout)
+            if mixed:
+                found = _mixed_chunk(store, conversation_id, fanout or 2, self.config)
+            else:
+                found = _condensed_chunk(store, conversation_id, self.config, max_depth, fanout)
             if found is None:
                 return False
             chunk, depth = found
             kids = load_summaries(store, [i.summary_id for i in chunk if i.summary_id])
             ordered = [kids[i.summary_id] for i in chunk if i.summary_id in kids]
             previous = _previous_summary(store, conversation_id, chunk[0].pos)
-        target = self.config.condensed_target_tokens
+            budget = conversation_by_id(store, conversation_id).budget
+        target = sizes(self.config, budget).condensed_target
         if missing is not None and len(ordered) == len(chunk):
             need = fanout or len(chunk)
             chunk, ordered, target = _sized_run(chunk, ordered, need, missing, target)
@@ -559,6 +615,33 @@ def _raw_tokens_from(store: Store, conversation_id: int, start: int) -> int:
             "SELECT coalesce(sum(token_count), 0) FROM context_items "
             "WHERE conversation_id = ? AND pos >= ? AND message_id IS NOT NULL",
             (conversation_id, start),
+        )
+    )
+
+
+def _newest_within(store: Store, conversation_id: int, count: int, cap_tokens: int) -> int:
+    """How many of the newest ``count`` raw items (up to the newest summary) fit
+    ``cap_tokens``."""
+    total = kept = 0
+    for message_id, tokens in store.execute(
+        "SELECT message_id, token_count FROM context_items WHERE conversation_id = ? "
+        "ORDER BY pos DESC LIMIT ?",
+        (conversation_id, count),
+    ):
+        total += int(tokens)
+        if message_id is None or total > cap_tokens:
+            break
+        kept += 1
+    return kept
+
+
+def _summary_tokens(store: Store, conversation_id: int) -> int:
+    """What the summaries in the context list cost together."""
+    return int(
+        store.scalar(
+            "SELECT coalesce(sum(token_count), 0) FROM context_items "
+            "WHERE conversation_id = ? AND summary_id IS NOT NULL",
+            (conversation_id,),
         )
     )
 
@@ -731,6 +814,34 @@ def _condensed_chunk(
                 # fold together (a targeted compaction ended above a plain sweep).
                 return run[: max(need, normal)], depth
     return None
+
+
+def _mixed_chunk(
+    store: Store, conversation_id: int, least: int, config: CompactionConfig
+) -> tuple[list[Item], int] | None:
+    """The oldest run of at least ``least`` adjacent summary items whatever their depths
+    (at most ``condensed_fanout``), and the deepest depth in it. Withheld ones end a run."""
+    run: list[Item] = []
+    prev_last: int | None = None
+    for row in store.execute(
+        "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count, s.last_seq, "
+        "s.hidden_by IS NOT NULL "
+        "FROM context_items c JOIN summaries s ON s.id = c.summary_id "
+        "WHERE c.conversation_id = ? ORDER BY c.pos",
+        (conversation_id,),
+    ):
+        item = Item(*row[:5])
+        if row[6] or prev_last is None or item.pos != prev_last + 1:
+            if len(run) >= least:
+                break
+            run = []
+        if not row[6]:
+            run.append(item)
+        prev_last = None if row[6] else int(row[5])
+    if len(run) < least:
+        return None
+    run = run[: max(least, config.condensed_fanout)]
+    return run, max(int(i.depth or 0) for i in run)
 
 
 def _condensed(conversation_id: int, depth: int, ordered: list[Summary]) -> NewSummary:

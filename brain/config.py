@@ -27,6 +27,13 @@ class CompactionConfig:
     ``incremental_max_depth``: deepest condensation an incremental pass makes
     (-1: no limit). ``flush_soft_tokens``: how close to the threshold
     ``assemble`` starts recommending a memory flush.
+
+    ``budget_share``: once a session has been assembled with a budget
+    (``brain.budgets``), the share of that budget raw history outside the tail
+    may take before compaction starts (the threshold is the smaller of
+    ``threshold_tokens`` and this share), and the share its summaries may take
+    before they are condensed; the rest is the tail's. Chunk sizes and summary
+    targets shrink with it (never above the settings above).
     """
 
     auto: bool = True
@@ -40,6 +47,15 @@ class CompactionConfig:
     pressure_fanout: int = 2
     incremental_max_depth: int = -1
     flush_soft_tokens: int = 4_000
+    budget_share: float = 0.25
+
+    def __post_init__(self) -> None:
+        # Raw history and summaries each get this share: above one half the
+        # tail would have nothing left.
+        if not (math.isfinite(self.budget_share) and 0 < self.budget_share <= 0.5):
+            raise ValueError(
+                f"budget_share must be above 0 and at most 0.5, got {self.budget_share}"
+            )
 
 
 RecallMode = Literal["off", "shadow", "on"]

@@ -35,6 +35,10 @@ class Conversation:
     flush_epoch: int
     suppress_epoch: int
     max_seq: int
+    budget: int | None = None
+    """The budget the session follows (``brain.budgets``; None: never assembled)."""
+    budget_seq: int | None = None
+    """``max_seq`` when ``budget`` was set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +60,8 @@ class Item:
 _CONVERSATION: Final = (
     "SELECT c.id, c.session_id, c.session_key, c.context_tokens, c.raw_tokens, "
     "c.context_version, c.compaction_epoch, c.flush_epoch, c.suppress_epoch, "
-    "(SELECT coalesce(max(seq), 0) FROM messages m WHERE m.conversation_id = c.id) "
+    "(SELECT coalesce(max(seq), 0) FROM messages m WHERE m.conversation_id = c.id), "
+    "c.assemble_budget, c.assemble_budget_seq "
     "FROM conversations c "
 )
 

@@ -69,6 +69,8 @@ class IngestResult:
     messages: tuple[IngestedMessage, ...]
     context_tokens: int = 0
     raw_tokens: int = 0
+    budget: int | None = None
+    """The budget the session follows (``brain.budgets``; None: never assembled)."""
 
 
 def public_message_id(row_id: int, client_id: str | None) -> str:
@@ -141,18 +143,25 @@ def ingest(
             totals = store.one(
                 "UPDATE conversations SET updated_at = ?, context_tokens = context_tokens + ?, "
                 "raw_tokens = raw_tokens + ?, context_version = context_version + 1 WHERE id = ? "
-                "RETURNING context_tokens, raw_tokens",
+                "RETURNING context_tokens, raw_tokens, assemble_budget",
                 (stamp, added, added, conversation_id),
             )
         else:
             totals = store.one(
-                "SELECT context_tokens, raw_tokens FROM conversations WHERE id = ?",
+                "SELECT context_tokens, raw_tokens, assemble_budget FROM conversations "
+                "WHERE id = ?",
                 (conversation_id,),
             )
     assert totals is not None
     new = sum(1 for o in outcomes if not o.duplicate)
     return IngestResult(
-        session, new, len(outcomes) - new, tuple(outcomes), int(totals[0]), int(totals[1])
+        session,
+        new,
+        len(outcomes) - new,
+        tuple(outcomes),
+        int(totals[0]),
+        int(totals[1]),
+        None if totals[2] is None else int(totals[2]),
     )
 
 

@@ -472,6 +472,16 @@ _V12: Final = """
 ALTER TABLE messages ADD COLUMN extra TEXT;
 """
 
+# Version 13: the budget a session is assembled with (``brain.budgets``), so
+# background compaction follows the host's budget across restarts and
+# processes: ``assemble_budget`` (NULL: never assembled) and the last message
+# seq when it was set (``assemble_budget_seq``: a larger budget takes over only
+# once the smaller one has not been set for a while).
+_V13: Final = """
+ALTER TABLE conversations ADD COLUMN assemble_budget INTEGER;
+ALTER TABLE conversations ADD COLUMN assemble_budget_seq INTEGER;
+"""
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     _V1,
     _V2,
@@ -485,6 +495,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     _V10,
     _V11,
     _V12,
+    _V13,
 )
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 

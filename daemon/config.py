@@ -8,6 +8,7 @@ configuration table is checked against it).
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -118,6 +119,13 @@ def _positive_float(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise ValueError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and 0 < value <= 0.5):
+        raise ValueError(f"must be above 0 and at most 0.5, got {text!r}")
     return value
 
 
@@ -294,6 +302,15 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "raw tokens outside the tail that start compaction",
         "compaction",
         "threshold_tokens",
+    ),
+    Option(
+        "compaction_budget_share",
+        "BRAIN_COMPACTION_BUDGET_SHARE",
+        _share,
+        "share of a session's assemble budget its raw history (and its summaries) "
+        "may take before compaction",
+        "compaction",
+        "budget_share",
     ),
     Option(
         "llm_base_url",

@@ -21,6 +21,7 @@ import anyio
 
 from brain import MessageIn, ProviderError
 from brain.assemble import AssembleOptions
+from brain.budgets import sizes
 from brain.compaction import CompactionReport
 from brain.config import RecallMode
 from brain.engine import teach_text
@@ -86,8 +87,14 @@ async def ping(ctx: Context, params: NoParams) -> dict[str, Any]:
 
 
 async def info(ctx: Context, params: NoParams) -> dict[str, Any]:
-    """Version, schema version and counts, read fresh from the database."""
-    return dataclasses.asdict(await ctx.db(ctx.brain.info))
+    """Version, schema version and counts, read fresh from the database, and this
+    daemon's background compaction (``active`` 0: none running or waiting to run)."""
+    out = dataclasses.asdict(await ctx.db(ctx.brain.info))
+    out["compaction"] = {
+        "active": ctx.compactions.active,
+        "completed": ctx.compactions.completed,
+    }
+    return out
 
 
 async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
@@ -102,7 +109,8 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
         create=not granted.current.get(),
     )
     compaction = ctx.brain.config.compaction
-    if compaction.auto and result.raw_tokens > compaction.threshold_tokens:
+    # All raw history (tail included) over the session's threshold: maybe work to do.
+    if compaction.auto and result.raw_tokens > sizes(compaction, result.budget).threshold:
         ctx.compactions.request(params.session)
     return {
         "session": result.session,
@@ -137,11 +145,17 @@ async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
         summaries_only=granted.current.get(),
         embedded=embedded,
     )
-    if result.withheld:
+    dropped = result.dropped["messages"] or result.dropped["summaries"]
+    if ctx.brain.config.compaction.auto and (result.budget_changed or dropped):
+        # A new budget to follow, or history the context could not hold: compaction
+        # may have work now (it checks, in the background, after the session is quiet).
+        ctx.compactions.request(params.session)
+    elif result.withheld:
         # Withheld by a suppression this process did not see (another process): rebuild.
         ctx.compactions.request(params.session, rebuild_only=True)
     # Shallow: dataclasses.asdict deep-copies every message (9 ms of 19 ms at 5k).
     out = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    out.pop("budget_changed")
     if params.format != "anthropic":
         out.pop("system")
     out.pop("recall_tokens")

@@ -325,11 +325,13 @@ def test_an_older_database_is_a_warning_and_repair_migrates_it(
     db: Path, sql: apsw.Connection
 ) -> None:
     # A version-8 database: v9's graph tables and the rowid vectors table did not exist,
-    # nor v10's withheld marks, nor v12's messages.extra.
+    # nor v10's withheld marks, nor v12's messages.extra, nor v13's remembered budget.
     sql.execute("PRAGMA foreign_keys = OFF")
     with sql:
         sql.execute(
             "ALTER TABLE messages DROP COLUMN extra; "
+            "ALTER TABLE conversations DROP COLUMN assemble_budget; "
+            "ALTER TABLE conversations DROP COLUMN assemble_budget_seq; "
             "DROP INDEX summaries_hidden; DROP INDEX summaries_replaces; "
             "ALTER TABLE summaries DROP COLUMN hidden_by; "
             "ALTER TABLE summaries DROP COLUMN replaces; "

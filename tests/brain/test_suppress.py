@@ -276,7 +276,9 @@ def test_a_database_from_before_withholding_hides_summaries_of_suppressed_text_o
             "ALTER TABLE summaries DROP COLUMN hidden_by; "
             "ALTER TABLE summaries DROP COLUMN replaces; "
             "ALTER TABLE summary_sources DROP COLUMN omitted; "
-            "ALTER TABLE messages DROP COLUMN extra; PRAGMA user_version = 10"
+            "ALTER TABLE messages DROP COLUMN extra; "
+            "ALTER TABLE conversations DROP COLUMN assemble_budget; "
+            "ALTER TABLE conversations DROP COLUMN assemble_budget_seq; PRAGMA user_version = 10"
         )
     sql.close()
     brain = Brain(path, SMALL_BRAIN)
