@@ -9,10 +9,10 @@ compaction sizes itself from it.
 
 Which budget counts: the smallest one used recently. A smaller budget takes
 over at once; a larger one only once the remembered one was set
-``FORGET_AFTER`` messages ago or more (a host that alternates keeps being
-served at its smaller budget; one that moved to a bigger model stops being
-folded for the old one). The row is written only when the remembered budget
-changes, so ``assemble`` stays a read.
+``FORGET_AFTER`` messages ago or more (a host that alternates is served at its
+smaller budget, which its next smaller assemble sets again; one that moved to
+a bigger model stops being folded for the old one). The row is written only
+when the remembered budget changes, so ``assemble`` stays a read.
 
 Sizes for a budget ``B`` and share ``s`` (``CompactionConfig.budget_share``):
 raw history outside the tail starts compaction above ``min(threshold_tokens,
@@ -20,7 +20,7 @@ s*B)``; the summaries in the context list are condensed above ``s*B``; what
 is left, ``B - 2*s*B``, caps the tail compaction keeps (fewer than
 ``fresh_tail_count`` messages when they are long). So once background work
 settles, tail + raw + summaries fit ``B`` and assemble drops nothing. Leaf
-chunks are half the threshold, leaf summaries aim at a quarter of a chunk,
+chunks are half of ``s*B``, leaf summaries aim at a quarter of a chunk,
 condensed ones at a quarter of the summaries' share (each never above its
 configured size).
 """
@@ -76,7 +76,7 @@ def sizes(config: CompactionConfig, budget: int | None) -> Sizes:
         )
     room = max(1, int(budget * config.budget_share))
     threshold = min(config.threshold_tokens, room)
-    chunk = min(config.leaf_chunk_tokens, max(_MIN_CHUNK, threshold // 2))
+    chunk = min(config.leaf_chunk_tokens, max(_MIN_CHUNK, room // 2))
     return Sizes(
         threshold=threshold,
         leaf_chunk=chunk,
@@ -105,11 +105,3 @@ def follow(store: Store, conv: Conversation, budget: int) -> bool:
             (budget, conv.max_seq, conv.id),
         )
     return True
-
-
-def followed(store: Store, conversation_id: int) -> int | None:
-    """The budget a conversation follows (None: never assembled)."""
-    value = store.scalar(
-        "SELECT assemble_budget FROM conversations WHERE id = ?", (conversation_id,)
-    )
-    return None if value is None else int(value)

@@ -67,6 +67,14 @@ def test_compaction_and_llm_options_reach_their_configs(tmp_path: Path) -> None:
     assert "sk-secret-value" not in repr(config)
 
 
+def test_the_budget_share_reaches_the_compaction_config_and_must_leave_the_tail_room() -> None:
+    config = load_config(_no_flags(), {"BRAIN_COMPACTION_BUDGET_SHARE": "0.4"})
+    assert config.brain.compaction.budget_share == 0.4
+    for bad in ("0", "0.6", "nan", "-1"):
+        with pytest.raises(ValueError, match="--compaction-budget-share"):
+            load_config(_no_flags() | {"compaction_budget_share": bad}, {})
+
+
 def test_a_boolean_option_refuses_anything_but_true_or_false() -> None:
     with pytest.raises(ValueError, match="--auto-compact"):
         load_config(_no_flags() | {"auto_compact": "maybe"}, {})

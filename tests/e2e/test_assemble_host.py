@@ -34,7 +34,10 @@ def _turns(n: int) -> list[dict[str, Any]]:
 def test_a_system_message_stays_first_and_counted_at_budgets_4000_and_16000(
     tmp_path: Path,
 ) -> None:
-    with Client.spawn(tmp_path / "b.db") as client:
+    # No background compaction: it would follow the 4,000 budget and fold history
+    # before the 16,000 assemble, which must find enough raw history to fill it.
+    args = ("--auto-compact", "false")
+    with Client.spawn(tmp_path / "b.db", args=args) as client:
         client.call("ingest", {"session": "s", "messages": [{"role": "system", "content": SYSTEM}]})
         turns = _turns(600)  # ~36,000 tokens
         for start in range(0, len(turns), 100):
