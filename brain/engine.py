@@ -1017,9 +1017,13 @@ class Brain:
         self._compactor.stop()
 
     def compaction_due(self, session: str) -> bool:
-        """Whether an incremental compaction of the session would do anything now."""
+        """Whether a background compaction of the session would do anything now: fold
+        (with ``auto``) or rebuild a withheld summary."""
         try:
-            return self._compactor.eligible(self._conversation_id(session))
+            conversation_id = self._conversation_id(session)
+            return self._compactor.eligible(conversation_id) or self._compactor.rebuild_due(
+                conversation_id
+            )
         except NotFound:
             return False
 
