@@ -16,7 +16,8 @@ as soon as a host's turn needs no compaction.
 ``request(session, rebuild_only=True)`` (after a ``suppress``) only rebuilds
 the summaries it withheld, whatever ``auto`` says; a compaction rebuilds them
 first too. ``run`` executes an explicit ``compact`` in the same worker pool.
-Compaction threads have their own limiter, so a long sweep never takes the threads that ``assemble`` and ``ingest`` use.
+Compaction threads have their own limiter, so a long sweep never takes the
+threads that ``assemble`` and ``ingest`` use.
 """
 
 from __future__ import annotations
