@@ -9,10 +9,11 @@ quiet for ``settle_s`` (at most ``max_wait_s``): during a bulk import the
 summarizer would otherwise compete with ingest for the one interpreter lock
 (measured: batched ingest through the daemon fell from 34k to 16k msg/s),
 while a conversation at human pace is compacted a quarter second after its
-turn. A request that is not part of a burst (none for the session in the last
-``settle_s``) first asks the engine whether there is anything to do, and ends
-at once when there is not, so ``active`` (reported by ``info``) falls back to 0
-as soon as a host's turn needs no compaction.
+turn. A task first asks the engine whether there is anything to do (a few
+indexed reads) and ends at once when there is not, so ``active`` (reported by
+``info``) falls back to 0 as soon as a host's turn needs no compaction; during
+a burst that costs one check per request until compaction is due, then the
+task waits out the burst as before.
 ``request(session, rebuild_only=True)`` (after a ``suppress``) only rebuilds
 the summaries it withheld, whatever ``auto`` says; a compaction rebuilds them
 first too. ``run`` executes an explicit ``compact`` in the same worker pool.
@@ -23,7 +24,6 @@ threads that ``assemble`` and ``ingest`` use.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -36,7 +36,6 @@ from daemon.logs import log
 from daemon.settle import until_quiet
 
 T = TypeVar("T")
-_SEEN_LIMIT = 10_000  # sessions whose latest request time is kept
 
 
 class Compactions:
@@ -49,7 +48,6 @@ class Compactions:
         self.settle_s = settle_s
         self.max_wait_s = max_wait_s
         self._last: dict[str, float] = {}
-        self._seen: dict[str, float] = {}  # each session's latest request, kept between tasks
         self._limiter = anyio.CapacityLimiter(threads)
         self._running: set[str] = set()
         self._again: set[str] = set()
@@ -71,30 +69,27 @@ class Compactions:
         ``rebuild_only``, that its withheld summaries get rebuilt)."""
         if self._tg is None:
             return
-        now = anyio.current_time()
-        paced = now - self._seen.get(session, -math.inf) >= self.settle_s
-        if len(self._seen) >= _SEEN_LIMIT:
-            self._seen.clear()  # forgetting only makes the next request of each check first
-        self._last[session] = self._seen[session] = now
+        self._last[session] = anyio.current_time()
         if not rebuild_only:
             self._fold.add(session)
         if session in self._running:
             self._again.add(session)
             return
         self._running.add(session)
-        self._tg.start_soon(self._background, session, paced)
+        self._tg.start_soon(self._background, session)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a compaction call in a compaction thread (abandoned, not awaited, if cancelled)."""
         call = functools.partial(fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(call, limiter=self._limiter, abandon_on_cancel=True)
 
-    async def _background(self, session: str, check_first: bool) -> None:
+    async def _background(self, session: str) -> None:
+        check_first = True
         try:
             while True:
                 self._again.discard(session)
                 if check_first:
-                    # Not in a burst: most turns need no compaction; say so at once.
+                    # Most turns need no compaction: say so at once.
                     check_first = False
                     if not await self.run(self.brain.compaction_due, session):
                         if session not in self._again:

@@ -60,13 +60,16 @@ even when a benchmark fails. A failing benchmark is reported as
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
+import importlib.util
 import io
 import itertools
 import math
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -377,6 +380,7 @@ class Settings:
     grep_messages: tuple[int, ...] = (10_000,)
     vector_rows: tuple[int, ...] = (100_000, 1_000_000)
     graph_nodes: tuple[int, ...] = (1_000, 5_000)
+    locomo: Path | None = None  # a LoCoMo file for ``replay``
 
     def n(self, base: int, minimum: int = 1) -> int:
         """A workload count scaled by ``--size``."""
@@ -1943,6 +1947,188 @@ def bench_provider_stall(shared: Shared, work: Path) -> Metrics:
 
 # -- registry, targets, report ----------------------------------------------------------
 
+
+# -- replay: compaction following the host's budget ------------------------------------------
+
+REPLAY_TURNS: Final = 681
+REPLAY_BUDGET: Final = 4_000
+REPLAY_EVERY: Final = 20  # assemble every this many turns
+REPLAY_FROM: Final = 100  # coverage counted from this turn on
+REPLAY_POLL_S: Final = 0.005
+LOCOMO_DEFAULT: Final = Path("shared") / "data" / "locomo" / "locomo_dev.json"
+_REPLAY_SUMMARY = re.compile(r'<summary id="(sum_[0-9a-f]{16})"')
+_REPLAY_TEXT: Final = (
+    "I really love how the kids reacted when we went camping by the lake last weekend and "
+    "my friend from the support group said painting helps her relax after a long day at work "
+    "we talked about adoption agencies counseling school the new job the beach sunsets pottery "
+    "class guitar lessons running a charity race volunteering at the shelter my grandmother's "
+    "recipes the concert downtown road trip to the mountains reading that novel again our dog "
+    "learning to swim a surprise party for my sister planning the garden this spring"
+)
+_REPLAY_WORDS: Final = _REPLAY_TEXT.split()
+
+
+def locomo_path(given: str | None) -> Path | None:
+    """``--locomo``, else ``../shared/data/locomo/locomo_dev.json`` beside the checkout or the
+    working directory, when it exists."""
+    if given:
+        return Path(given)
+    for base in (Path(__file__).resolve().parents[1].parent, Path.cwd().parent):
+        if (base / LOCOMO_DEFAULT).is_file():
+            return base / LOCOMO_DEFAULT
+    return None
+
+
+def synthetic_locomo(turns: int, seed: int) -> list[Message]:
+    """A LoCoMo-like conversation: two named speakers in dated sessions of 12-40 turns,
+    15-60 words a turn (the same shape ``tests/e2e/test_compaction_follows.py`` replays)."""
+    rng = random.Random(seed)
+    speakers = (("user", "Caroline"), ("assistant", "Melanie"))
+    day = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    moment = day
+    left = 0
+    out: list[Message] = []
+    for n in range(turns):
+        if left == 0:
+            day += timedelta(days=rng.randint(3, 20))
+            moment, left = day, rng.randint(12, 40)
+        left -= 1
+        moment += timedelta(seconds=rng.randint(20, 90))
+        role, name = speakers[n % 2]
+        words = [rng.choice(_REPLAY_WORDS) for _ in range(rng.randint(15, 60))]
+        out.append(
+            {
+                "id": f"D{n + 1}",
+                "role": role,
+                "name": name,
+                "content": " ".join(words).capitalize() + rng.choice(".!?"),
+                "created_at": moment.isoformat().replace("+00:00", "Z"),
+            }
+        )
+    return out
+
+
+def real_locomo(path: Path) -> list[Message]:
+    """The first conversation of a LoCoMo file, mapped as ``scripts/eval_locomo.py`` does."""
+    spec = importlib.util.spec_from_file_location(
+        "eval_locomo", Path(__file__).with_name("eval_locomo.py")
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("eval_locomo", module)
+    spec.loader.exec_module(module)
+    samples = orjson.loads(path.read_bytes())
+    messages: list[Message] = module.messages_of(samples[0])[0]
+    return messages
+
+
+def _replay_settle(client: Client) -> tuple[float, int]:
+    """Wait until no background compaction is running or waiting: (seconds, completed)."""
+    started = time.perf_counter()
+    while True:
+        state = client.call("info", timeout=CALL_TIMEOUT_S)["compaction"]
+        if not state["active"]:
+            return time.perf_counter() - started, int(state["completed"])
+        time.sleep(REPLAY_POLL_S)
+
+
+def _replay_missing(client: Client, out: dict[str, Any], texts: list[str]) -> int:
+    """Messages of ``texts`` (all ingested so far) that the context neither shows raw nor
+    covers with a summary it shows (each summary's span as ``describe`` reports it).
+    Raw messages are matched by text as a multiset (real turns repeat, "Thanks!")."""
+    spans: set[int] = set()
+    shown: collections.Counter[str] = collections.Counter()
+    for message in out["messages"]:
+        content = message["content"]
+        found = _REPLAY_SUMMARY.match(content) if isinstance(content, str) else None
+        if found is None:
+            shown[str(content)] += 1
+            continue
+        sources = client.call("describe", {"session": "s", "id": found.group(1)})["sources"]
+        spans.update(range(sources["first_seq"], sources["last_seq"] + 1))
+    need = collections.Counter(t for seq, t in enumerate(texts, start=1) if seq not in spans)
+    return sum((need - shown).values())
+
+
+def _replay_one(messages: list[Message], db: Path, log: Path, prefix: str) -> Metrics:
+    """Replay turn by turn at human pace (each turn waits for the background work it
+    started), assembling every ``REPLAY_EVERY`` turns at ``REPLAY_BUDGET``."""
+    settles: list[int] = []  # ns, turns after which a compaction completed
+    covered = checked = over = 0
+    tokens: list[float] = []
+    started = time.perf_counter()
+    with client_daemon(db, log) as client:
+        completed = 0
+        texts: list[str] = []
+        for turn, message in enumerate(messages, start=1):
+            client.call("ingest", {"session": "s", "message": message}, timeout=CALL_TIMEOUT_S)
+            texts.append(str(message["content"]))
+            took, done = _replay_settle(client)
+            if done > completed:
+                settles.append(int(took * 1e9))
+            completed = done
+            if turn % REPLAY_EVERY:
+                continue
+            params = {"session": "s", "budget": REPLAY_BUDGET}
+            out = client.call("assemble", params, timeout=CALL_TIMEOUT_S)
+            over += out["tokens"] > REPLAY_BUDGET or bool(out["over_budget"])
+            if turn >= REPLAY_FROM:
+                checked += 1
+                covered += _replay_missing(client, out, texts) == 0
+                tokens.append(float(out["tokens"]))
+            # The assemble may start work too (a new budget): let it settle like a turn.
+            took, done = _replay_settle(client)
+            if done > completed:
+                settles.append(int(took * 1e9))
+            completed = done
+        summaries = client.call("info", timeout=CALL_TIMEOUT_S)["summaries"]
+    ms = sorted(v / 1e6 for v in settles)
+    return {
+        f"{prefix}turns": float(len(messages)),
+        f"{prefix}compacting_turns": float(len(settles)),
+        f"{prefix}settle_p50_ms": percentile(ms, 50),
+        f"{prefix}settle_p95_ms": percentile(ms, 95),
+        f"{prefix}settle_max_ms": max(ms, default=math.nan),
+        f"{prefix}covered_assembles": float(covered),
+        f"{prefix}checked_assembles": float(checked),
+        f"{prefix}over_budget_assembles": float(over),
+        f"{prefix}tokens_p50": percentile(sorted(tokens), 50),
+        f"{prefix}tokens_max": max(tokens, default=math.nan),
+        f"{prefix}summaries": float(summaries),
+        f"{prefix}replay_s": time.perf_counter() - started,
+    }
+
+
+def _replay_params(s: Settings) -> dict[str, Any]:
+    return {
+        "synthetic_turns": s.n(REPLAY_TURNS, REPLAY_FROM + REPLAY_EVERY),
+        "locomo": str(s.locomo) if s.locomo else None,
+        "budget": REPLAY_BUDGET,
+        "assemble_every": REPLAY_EVERY,
+        "coverage_from_turn": REPLAY_FROM,
+        "pace": "each turn waits until info's compaction.active is 0 (a human-paced host)",
+        "settle": "ms from a turn's (or assemble's) answer until the background work it "
+        "started is done, over those that completed a compaction",
+    }
+
+
+def bench_replay(shared: Shared, work: Path) -> Metrics:
+    """A LoCoMo-like replay through the daemon at budget 4,000: settle times, coverage."""
+    settings = shared.settings
+    turns = _replay_params(settings)["synthetic_turns"]
+    out = _replay_one(
+        synthetic_locomo(turns, SEED), work / "synthetic.db", work / "daemon.log", "synthetic."
+    )
+    if settings.locomo is not None:
+        out.update(
+            _replay_one(
+                real_locomo(settings.locomo), work / "locomo.db", work / "daemon.log", "locomo."
+            )
+        )
+    return out
+
+
 BENCHES: Final[tuple[Bench, ...]] = (
     Bench(
         "ingest_batched",
@@ -2059,6 +2245,14 @@ BENCHES: Final[tuple[Bench, ...]] = (
         _unread_params,
         bench_unread,
         opt_in=True,
+    ),
+    Bench(
+        "replay",
+        "a 681-turn LoCoMo-like replay (and the first real LoCoMo conversation, if found) "
+        "through the daemon at budget 4,000: settle ms after compacting turns, assembles "
+        "covering all history from turn 100, tokens",
+        _replay_params,
+        bench_replay,
     ),
 )
 BENCH_BY_NAME: Final = {b.name: b for b in BENCHES}
@@ -2259,6 +2453,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--tmp-dir", help="where temporary databases go (default: system temp)")
     parser.add_argument(
+        "--locomo",
+        help="a LoCoMo JSON file whose first conversation replay also replays "
+        "(default: ../shared/data/locomo/locomo_dev.json when it exists)",
+    )
+    parser.add_argument(
         "--grep-messages",
         default="10000",
         help="comma-separated database sizes for grep (e.g. 10000,100000,1000000)",
@@ -2308,7 +2507,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "vector_rows": tuple(int(n) for n in args.vector_rows.split(",")),
             "graph_nodes": tuple(int(n) for n in args.graph_nodes.split(",")),
         }
-        shared = Shared(Settings(args.runs, args.size, root, heavy=bool(args.only), **sizes))
+        shared = Shared(
+            Settings(
+                args.runs,
+                args.size,
+                root,
+                heavy=bool(args.only),
+                locomo=locomo_path(args.locomo),
+                **sizes,
+            )
+        )
         for bench in selected:
             print(f"{bench.name}: {bench.summary}", file=sys.stderr)
             results[bench.name] = run_bench(bench, shared)
