@@ -35,9 +35,11 @@ USER = "Maya"
 ASSISTANT = "Atlas"
 SESSION = "fernhill-launch"
 BUDGET = 2_000
-OVERNIGHT_S = 0.5
-"""How long the session is quiet between two days of the replay (background
-compaction waits for a quiet session, so a bulk replay does not race it)."""
+PAUSE_S = 0.3
+PAUSE_EVERY = 10
+"""The replay runs at machine speed but for a ``PAUSE_S`` pause every
+``PAUSE_EVERY`` user turns, standing in for the time a host
+waits on its model: background compaction runs when a session is quiet."""
 SETTLE_S = 4.0
 """How long the demo waits for background compaction to catch up before it
 asks for an explicit ``compact`` (it says which of the two made the summaries)."""
@@ -86,8 +88,6 @@ class Conversation:
 
     turns: list[list[dict[str, Any]]] = field(default_factory=list)
     days: list[str] = field(default_factory=list)
-    day_starts: list[int] = field(default_factory=list)
-    """The index in ``turns`` of each day's first turn."""
     _clock: int = 0
     _day: str = ""
     tool_calls: int = 0
@@ -96,7 +96,6 @@ class Conversation:
         self._day = date
         self._clock = 9 * 60
         self.days.append(date)
-        self.day_starts.append(len(self.turns))
 
     def _stamp(self) -> str:
         self._clock += 2
@@ -224,8 +223,8 @@ def replay(client: Client, talk: Conversation, budget: int) -> int:
     """
     uncovered = 0
     for k, turn in enumerate(talk.turns):
-        if k in talk.day_starts[1:]:
-            time.sleep(OVERNIGHT_S)
+        if k and k % PAUSE_EVERY == 0:
+            time.sleep(PAUSE_S)
         client.call("ingest", {"session": SESSION, "messages": turn[:1]})
         out = client.call("assemble", {"session": SESSION, "budget": budget})
         if out["dropped"]["messages"]:
@@ -279,7 +278,8 @@ def run(db: Path, budget: int, *, keep: bool) -> int:
             f"{len(talk.turns)} user turns, {talk.messages} messages ({USER} and {ASSISTANT}, "
             f"with {talk.tool_calls} tool calls and their results) over {len(talk.days)} days "
             f"({talk.days[0]} to {talk.days[-1]}): each turn ingested, then assembled under "
-            f"{budget:,} tokens, at machine speed but for a {OVERNIGHT_S} s pause between days. "
+            f"{budget:,} tokens, at machine speed but for a {PAUSE_S} s pause every "
+            f"{PAUSE_EVERY} turns (the time a host waits on its model). "
             f"Stored: {info['messages']} messages.",
         )
 
@@ -319,8 +319,8 @@ def run(db: Path, budget: int, *, keep: bool) -> int:
                 else " (left out for the budget)."
             ),
             f"Earlier, {uncovered} of the {len(talk.turns)} assembles during the replay had to "
-            "drop messages no summary covered yet (background compaction waits for a quiet "
-            "session, and within a day this replay never pauses).",
+            "drop messages no summary covered yet (background compaction runs while a session "
+            "is quiet; between its pauses this replay never is).",
             "The context the model gets (first two and last two messages):",
         ]
         for m in [*messages[:2], *messages[-2:]]:
