@@ -16,15 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from brain import grants
-from brain.assemble import Assembled, AssembleOptions, Assembler, RecallReport
-from brain.bootstrap import BootstrapReport, OnFork, ProgressFn, bootstrap
-from brain.compaction import CompactionReport, Compactor
-from brain.config import BrainConfig, RecallMode
-from brain.content import MessageIn, normalize_time, restore
-from brain.context import conversation
-from brain.describe import describe, expand
-from brain.embedders import Embedder, default_embedder
+from brain.config import BrainConfig
 from brain.errors import (
     DatabaseFileLost,
     DatabaseMissing,
@@ -34,29 +26,37 @@ from brain.errors import (
     PayloadMissing,
     ProviderError,
 )
-from brain.files import read_stored_file, stray_files
-from brain.grants import Grant, Reach
-from brain.graph import Graph, NewNode
 from brain.identity import stored_identity
-from brain.ingest import IngestResult, generated_row_id, ingest
 from brain.progress import Progress, ignore
-from brain.recall import Gathered, extract, gather, synthesize
-from brain.search import GrepOptions, Hit, Nearest, grep
 from brain.store import Store, open_store
-from brain.summarize import ExtractiveSummarizer, Summarizer
-from brain.suppress import SuppressResult, set_suppressed, withheld_sessions
-from brain.traces import find_trace, trace_view
-from brain.traverse import TraverseOptions
 from brain.version import __version__
 
+# The engine's parts are imported by the methods that use them, on first call:
+# opening a database and answering ``info`` must not load the assembler, the
+# compactor, search, the graph or the summarizer (``brain call info`` and a
+# daemon's first answer stay close to a bare interpreter start).
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from brain.assemble import Assembled, AssembleOptions, Assembler
+    from brain.bootstrap import BootstrapReport, OnFork, ProgressFn
+    from brain.compaction import CompactionReport, Compactor
+    from brain.config import RecallMode
+    from brain.content import MessageIn
+    from brain.embedders import Embedder
+    from brain.grants import Grant, Reach
+    from brain.graph import Graph, NewNode
+    from brain.ingest import IngestResult
     from brain.llm import ChatClient
     from brain.maintain import Health, MaintainOptions, MaintainReport
+    from brain.recall import Gathered
     from brain.retrieval import LearnResult, QueryResult, TeachResult
+    from brain.search import GrepOptions, Hit, Nearest
+    from brain.summarize import Summarizer
+    from brain.suppress import SuppressResult
     from brain.sync import SyncReport
+    from brain.traverse import TraverseOptions
     from brain.vectors import VectorIndex
 
 
@@ -179,14 +179,21 @@ class Brain:
         self.may_switch_embedder = may_switch_embedder
         self.path = self._store.path
         self._sweep_stray_files()
-        extractive = ExtractiveSummarizer()
-        self._compactor = Compactor(
-            self._locked_store, self.config.compaction, summarizer or extractive, extractive
-        )
-        self._assembler = Assembler(self.config.compaction)
+        # Built on first use (``_parts``): most processes never compact, assemble or
+        # query, and ``info`` needs none of them.
+        self._summarizer = summarizer
+        self._parts_lock = threading.Lock()
+        self._built_compactor: Compactor | None = None
+        self._built_assembler: Assembler | None = None
+        self._built_graph: Graph | None = None
+        self._compactions_stopped = False
         self.chat: ChatClient | None = None
         """The chat client for LLM answers (``expand_query``); None: extractive only."""
-        self.embedder: Embedder = embedder or default_embedder()
+        if embedder is None:
+            from brain.embedders import default_embedder
+
+            embedder = default_embedder()
+        self.embedder: Embedder = embedder
         """The embedder for semantic search; replacing it re-embeds everything (lazily)."""
         self.embed_before_search = 0
         """At most this many queued rows of its scope a semantic or hybrid grep embeds
@@ -195,12 +202,56 @@ class Brain:
         self._index: VectorIndex | None = None
         self._index_embedder: Embedder | None = None
         self._graph_index: VectorIndex | None = None
-        self._graph = Graph()
 
     @property
     def store(self) -> Store:
         """The underlying store (callers must not share it across threads)."""
         return self._store
+
+    # -- parts built on first use -------------------------------------------
+
+    @property
+    def _compactor(self) -> Compactor:
+        """The compactor, built (and its modules imported) on first use."""
+        if self._built_compactor is None:
+            with self._parts_lock:
+                if self._built_compactor is None:
+                    from brain.compaction import Compactor
+                    from brain.summarize import ExtractiveSummarizer
+
+                    extractive = ExtractiveSummarizer()
+                    compactor = Compactor(
+                        self._locked_store,
+                        self.config.compaction,
+                        self._summarizer or extractive,
+                        extractive,
+                    )
+                    if self._compactions_stopped:
+                        compactor.stop()
+                    self._built_compactor = compactor
+        return self._built_compactor
+
+    @property
+    def _assembler(self) -> Assembler:
+        """The assembler, built on first use."""
+        if self._built_assembler is None:
+            with self._parts_lock:
+                if self._built_assembler is None:
+                    from brain.assemble import Assembler
+
+                    self._built_assembler = Assembler(self.config.compaction)
+        return self._built_assembler
+
+    @property
+    def _graph(self) -> Graph:
+        """The in-memory mirror of the retrieval graph, built on first use (loads lazily)."""
+        if self._built_graph is None:
+            with self._parts_lock:
+                if self._built_graph is None:
+                    from brain.graph import Graph
+
+                    self._built_graph = Graph()
+        return self._built_graph
 
     # -- writes -------------------------------------------------------------
 
@@ -215,6 +266,9 @@ class Brain:
         create: bool = True,
     ) -> IngestResult:
         """Append messages to a session; see ``brain.ingest.ingest``."""
+
+        from brain.ingest import ingest
+
         with self._lock:
             return ingest(
                 self._store,
@@ -240,6 +294,9 @@ class Brain:
         The file is read outside the lock; each batch of messages takes it for
         one transaction, so other requests go on between batches.
         """
+
+        from brain.bootstrap import bootstrap
+
         return bootstrap(
             self._locked_store,
             session,
@@ -331,6 +388,7 @@ class Brain:
         already embedded (``embed_query``); otherwise it is embedded here, outside the lock.
         """
         from brain.retrieval import run_query
+        from brain.traverse import TraverseOptions
 
         if not text.strip():
             raise InvalidInput("query", "must not be empty")
@@ -368,6 +426,8 @@ class Brain:
         """
         if node.kind != "correction" or chat_id is None or "query" in node.metadata:
             return node
+        from brain.traces import find_trace
+
         with self._lock:
             try:
                 query = find_trace(self._store, chat_id=chat_id).query
@@ -551,6 +611,8 @@ class Brain:
 
     def trace(self, *, trace_id: str | None = None, chat_id: str | None = None) -> dict[str, Any]:
         """A trace with public node ids: by id, else the chat's latest, else the latest."""
+        from brain.traces import find_trace, trace_view
+
         with self._lock:
             self._graph.refresh(self._store)
             return trace_view(find_trace(self._store, trace_id, chat_id), self._graph.public)
@@ -588,7 +650,8 @@ class Brain:
                 )
         finally:
             with self._lock:
-                self._graph.invalidate()
+                if self._built_graph is not None:  # none built: nothing loaded to forget
+                    self._built_graph.invalidate()
 
     def health(self) -> Health:
         """The retrieval graph's shape now (``brain.maintain.health``).
@@ -670,6 +733,8 @@ class Brain:
 
     def get_message(self, session: str, message_id: str) -> dict[str, Any]:
         """The message exactly as the client sent it (payload files read back)."""
+        from brain.ingest import generated_row_id
+
         with self._lock:
             store = self._store
             row = store.one(
@@ -725,6 +790,9 @@ class Brain:
         ``embedded``: ``recall_text(session)`` already embedded (``embed_query``);
         otherwise it is read and embedded here, the embedding outside the lock.
         """
+        from brain.assemble import RecallReport
+        from brain.traverse import TraverseOptions
+
         recall = recall or self.config.recall_mode
         if recall == "off":
             with self._lock:
@@ -767,6 +835,8 @@ class Brain:
         include_suppressed: bool = False,
     ) -> dict[str, Any]:
         """Describe a summary, payload file or message id within a session (None: all)."""
+        from brain.describe import describe
+
         with self._lock:
             return describe(
                 self._store,
@@ -782,6 +852,9 @@ class Brain:
         self, ids: Sequence[str], *, session: str | None, suppressed: bool = True
     ) -> SuppressResult:
         """Hide (or, with ``suppressed=False``, show again) messages and summaries by id."""
+        from brain.content import normalize_time
+        from brain.suppress import set_suppressed
+
         stamp = normalize_time(None, "now")
         with self._lock:
             return set_suppressed(
@@ -792,6 +865,8 @@ class Brain:
         self, summary_id: str, *, session: str | None, max_tokens: int = 4_000
     ) -> dict[str, Any]:
         """Walk a summary down to its sources under a token cap."""
+        from brain.describe import expand
+
         with self._lock:
             return expand(self._store, summary_id, self._scope(session), max_tokens=max_tokens)
 
@@ -825,6 +900,8 @@ class Brain:
         max_tokens: int = 2_000,
     ) -> Draft:
         """``expand_query``'s database part: the passages, and the extractive answer over them."""
+        from brain.recall import extract, gather
+
         with self._lock:
             gathered = gather(
                 self._store,
@@ -841,6 +918,8 @@ class Brain:
         The extractive answer when no chat client is set; with ``fallback: true`` when
         the model fails or gives an answer that cannot be used.
         """
+        from brain.recall import synthesize
+
         return synthesize(
             draft.gathered, draft.extractive, max_tokens=draft.max_tokens, chat=self.chat
         )
@@ -858,6 +937,9 @@ class Brain:
         ``embedded``: the query already embedded (``embed_query``) for a semantic or
         hybrid search; otherwise it is embedded here, outside the lock.
         """
+        from brain.content import normalize_time
+        from brain.search import grep
+
         embedder = self.embedder
         query_vector = None
         if options.mode in ("semantic", "hybrid"):
@@ -947,6 +1029,8 @@ class Brain:
         ttl_s: float,
     ) -> Grant:
         """Store a new grant; see ``brain.grants.create``."""
+        from brain import grants
+
         with self._lock:
             return grants.create(
                 self._store,
@@ -959,16 +1043,22 @@ class Brain:
 
     def get_grant(self, grant_id: str) -> Grant:
         """The stored grant (``NotFound`` if unknown)."""
+        from brain import grants
+
         with self._lock:
             return grants.get(self._store, grant_id)
 
     def revoke_grant(self, grant_id: str) -> Grant:
         """Revoke a grant; idempotent."""
+        from brain import grants
+
         with self._lock:
             return grants.revoke(self._store, grant_id)
 
     def charge_grant(self, grant_id: str, tokens: int) -> int:
         """Add an answer's cost to the grant's usage; return the new total."""
+        from brain import grants
+
         with self._lock:
             return grants.charge(self._store, grant_id, tokens)
 
@@ -978,16 +1068,22 @@ class Brain:
         See ``brain.grants.admit``: the check and a one-token reservation are one
         transaction, so the cap holds across processes sharing the database.
         """
+        from brain import grants
+
         with self._lock:
             return grants.admit(self._store, grant_id, method, reach, holder)
 
     def renew_grant(self, grant_id: str, holder: str) -> bool:
         """Extend a call's hold on a grant (``brain.grants.renew``)."""
+        from brain import grants
+
         with self._lock:
             return grants.renew(self._store, grant_id, holder)
 
     def settle_grant(self, grant_id: str, holder: str, tokens: int) -> int:
         """Charge an admitted call's cost for its reservation and release its hold."""
+        from brain import grants
+
         with self._lock:
             return grants.settle(self._store, grant_id, holder, tokens)
 
@@ -1009,12 +1105,18 @@ class Brain:
 
     def withheld_sessions(self) -> list[str]:
         """Sessions whose context list shows a withheld summary awaiting its rebuild."""
+        from brain.suppress import withheld_sessions
+
         with self._lock:
             return withheld_sessions(self._store)
 
     def stop_compactions(self) -> None:
         """Let running compactions finish their current pass and start no more."""
-        self._compactor.stop()
+        with self._parts_lock:
+            self._compactions_stopped = True  # a compactor built later starts stopped
+            compactor = self._built_compactor
+        if compactor is not None:
+            compactor.stop()
 
     def compaction_due(self, session: str) -> bool:
         """Whether a background compaction of the session would do anything now: fold
@@ -1028,6 +1130,8 @@ class Brain:
             return False
 
     def _conversation_id(self, session: str) -> int:
+        from brain.context import conversation
+
         with self._lock:
             return conversation(self._store, session).id
 
@@ -1046,6 +1150,9 @@ class Brain:
         A payload file that is gone raises ``PayloadMissing``; with
         ``keep_missing`` its stored marker stays in its place instead.
         """
+        from brain.content import restore
+        from brain.files import read_stored_file
+
         with self._lock:
             store = self._store
             row = store.one(
@@ -1117,8 +1224,11 @@ class Brain:
             old, self._store = self._store, store
             with contextlib.suppress(Exception):
                 old.close()
-            self._assembler.forget()
-            self._graph.invalidate()
+            # Parts never built hold nothing to forget.
+            if self._built_assembler is not None:
+                self._built_assembler.forget()
+            if self._built_graph is not None:
+                self._built_graph.invalidate()
             self._index = self._graph_index = None
             self._index_embedder = None
 
@@ -1143,6 +1253,8 @@ class Brain:
 
     def _sweep_stray_files(self) -> None:
         """Remove payload files left by a write that never committed (a killed process)."""
+        from brain.files import stray_files
+
         store = self._store
         known = {str(r[0]) for r in store.execute("SELECT file_id FROM large_files")}
         for path in stray_files(store.files_dir, known, self.config.orphan_file_grace_s):

@@ -41,7 +41,7 @@ from brain.errors import InvalidInput, NotFound, StorageError
 from brain.filetext import INDEX_BYTES, read_head, text_chunks
 from brain.ingest import public_message_id
 from brain.store import Store
-from brain.tokens import CJK_RUN
+from brain.tokens import cjk_run
 
 Mode = Literal["regex", "full_text", "semantic", "hybrid"]
 Scope = Literal["messages", "summaries", "both", "files"]
@@ -455,7 +455,7 @@ def cjk_terms(text: str) -> CjkTerms:
         return CjkTerms(None, ())
     grams: list[str] = []
     short: list[str] = []
-    for run in dict.fromkeys(CJK_RUN.findall(text)):
+    for run in dict.fromkeys(cjk_run().findall(text)):
         if len(run) < 3:
             short.append(run)
         else:

@@ -13,6 +13,7 @@ files: the same text always costs the same.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -22,20 +23,31 @@ from typing import Final
 # loop per character on the hot path.
 CJK_CLASS: Final = "[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 """The characters counted, and searched, as CJK: a regex class that is also a GLOB class."""
-_CJK: Final = re.compile(CJK_CLASS)
-CJK_RUN: Final = re.compile(CJK_CLASS + "+")
+
+
+# Compiled on first use (~2.5 ms each): ASCII text never needs them, and a
+# process that only opens a database should not pay for them at import.
+@functools.cache
+def _cjk() -> re.Pattern[str]:
+    return re.compile(CJK_CLASS)
+
+
+@functools.cache
+def cjk_run() -> re.Pattern[str]:
+    """A run of ``CJK_CLASS`` characters (compiled on first use)."""
+    return re.compile(CJK_CLASS + "+")
 
 
 def has_cjk(text: str) -> bool:
     """Whether ``text`` has any character of ``CJK_CLASS``."""
-    return not text.isascii() and _CJK.search(text) is not None
+    return not text.isascii() and _cjk().search(text) is not None
 
 
 def estimate_tokens(text: str) -> int:
     """Return the estimated token count of ``text`` (0 for the empty string)."""
     if text.isascii():
         return (len(text) + 3) // 4
-    rest, cjk = _CJK.subn("", text)
+    rest, cjk = _cjk().subn("", text)
     # surrogatepass: a lone surrogate (possible in a str, never in valid
     # UTF-8) must still cost something rather than raise.
     return cjk + (len(rest.encode("utf-8", "surrogatepass")) + 3) // 4
@@ -45,7 +57,7 @@ def token_quarters(text: str) -> int:
     """``text``'s cost in quarter tokens; additive, and ``estimate_tokens`` is its ceil / 4."""
     if text.isascii():
         return len(text)
-    rest, cjk = _CJK.subn("", text)
+    rest, cjk = _cjk().subn("", text)
     return 4 * cjk + len(rest.encode("utf-8", "surrogatepass"))
 
 

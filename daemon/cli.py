@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
 
-import anyio
 import orjson
 
 from daemon.config import OPTIONS, SCOPES, DaemonConfig, load_config
@@ -55,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(config: DaemonConfig, args: argparse.Namespace) -> int:
+    import anyio
+
     from brain.errors import BrainError
     from daemon.notify import Notifier
     from daemon.runner import run
@@ -87,6 +88,8 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     background embedder in this process, a semantic or hybrid grep embeds the
     queued rows of its scope (up to ``CALL_EMBED_MAX``) before it searches.
     """
+    import anyio
+
     from brain.errors import BrainError
     from daemon.dispatch import Answer, Dispatcher, to_wire
     from daemon.runner import context_for, open_brain
@@ -336,9 +339,9 @@ _SCOPE_TITLES: Final = {
 }
 
 
-def _options(command: str) -> list[argparse.ArgumentParser]:
+def _options(command: str) -> list[_Parser]:
     """Parent parsers holding the configuration flags ``command`` takes, by scope."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = _Parser(add_help=False)
     for scope in SCOPES[command]:
         group = parent.add_argument_group(f"{_SCOPE_TITLES[scope]} options")
         if scope == "common":
@@ -358,6 +361,27 @@ def _options(command: str) -> list[argparse.ArgumentParser]:
     return [parent]
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose epilog can be built only when help is shown.
+
+    ``brain call``'s epilog lists every method (``protocol.methods``), which a
+    call that is not asking for help has no reason to import.
+    """
+
+    def __init__(self, *args: Any, epilog_from: Callable[[], str] | None = None, **kwargs: Any):
+        self._epilog_from = epilog_from
+        super().__init__(*args, **kwargs)
+
+    @property
+    def epilog(self) -> str | None:
+        """The epilog text, built now when it is built on demand."""
+        return self._epilog_from() if self._epilog_from is not None else self._epilog
+
+    @epilog.setter
+    def epilog(self, value: str | None) -> None:
+        self._epilog = value
+
+
 def _methods_epilog() -> str:
     from protocol.methods import METHODS
 
@@ -371,7 +395,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="brain", description="Memory daemon for AI agents (NDJSON over stdio)."
     )
     parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     serve = sub.add_parser(
         "serve", help="run the daemon on stdin/stdout", parents=_options("serve")
     )
@@ -380,7 +404,7 @@ def _parser() -> argparse.ArgumentParser:
         "call",
         help="run one request and print its result",
         parents=_options("call"),
-        epilog=_methods_epilog(),
+        epilog_from=_methods_epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     call.add_argument("method", help="method name, e.g. info (listed below)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -382,6 +381,8 @@ def load_config(
     values: dict[str, Any] = {}
     path = config_file or env.get("BRAIN_CONFIG")
     if path:
+        import tomllib  # only with a config file: most starts have none
+
         with open(path, "rb") as fh:
             table = tomllib.load(fh)
         for key, raw in table.items():

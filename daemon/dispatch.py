@@ -13,19 +13,15 @@ become protocol errors.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import apsw
 
 import brain.errors as engine
-from brain import Brain
-from brain.grants import HOLD_S, Reach
-from brain.tokens import estimate_tokens
 from daemon import granted, progress
 from daemon.context import Context
 from daemon.handlers import HANDLERS, Handler
@@ -34,6 +30,10 @@ from daemon.redact import redact
 from protocol import errors as wire
 from protocol.methods import GRANTABLE, METHODS
 from protocol.wire import Rejected, Request, error_frame, parse_request, result_frame
+
+if TYPE_CHECKING:
+    from brain import Brain
+    from brain.grants import Reach
 
 HELD_POLL_S: Final = 0.05
 """How often a call waits to ask again while another process's call holds its grant."""
@@ -158,6 +158,10 @@ class Dispatcher:
         so across all of them one call at a time runs under a grant and only
         that one can cross its cap. A call that fails is refunded.
         """
+        import secrets
+
+        from brain.tokens import estimate_tokens
+
         request = call.request
         reach = reach_of(call.params)
         holder = secrets.token_hex(8)
@@ -194,6 +198,8 @@ class Dispatcher:
 
     async def _keep_holding(self, grant: str, holder: str) -> None:
         """Renew the call's hold on its grant until cancelled (a long call keeps it)."""
+        from brain.grants import HOLD_S
+
         while True:
             await anyio.sleep(HOLD_S / 3)
             try:
@@ -234,6 +240,8 @@ def reach_of(params: Any) -> Reach:
     Every params type with a ``session`` field is session-scoped: without a
     session or session key it reaches every conversation (``all: true``).
     """
+    from brain.grants import Reach
+
     session = getattr(params, "session", None)
     session_key = getattr(params, "session_key", None)
     scoped = hasattr(params, "session")

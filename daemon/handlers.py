@@ -15,43 +15,44 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from brain import MessageIn, ProviderError
-from brain.assemble import AssembleOptions
-from brain.budgets import sizes
-from brain.compaction import CompactionReport
-from brain.config import RecallMode
-from brain.engine import teach_text
-from brain.graph import NewNode
-from brain.progress import Progress
+from brain.errors import ProviderError
 from brain.progress import ignore as progress_ignore
-from brain.search import GrepOptions, Mode, Scope
-from brain.traverse import TraverseOptions
 from daemon import granted, progress
 from daemon.context import Context
-from protocol.methods import (
-    AssembleParams,
-    BootstrapParams,
-    CompactParams,
-    ExpandQueryParams,
-    GrantParams,
-    GrepParams,
-    IngestParams,
-    LearnParams,
-    LookupParams,
-    MaintainParams,
-    Message,
-    NoParams,
-    QueryParams,
-    RevokeParams,
-    SuppressParams,
-    SyncParams,
-    TeachParams,
-    TraceParams,
-)
+
+# A handler imports the engine parts it needs when it first runs: ``info`` must
+# not load the assembler, search or the graph (see "Lazy imports" in
+# docs/architecture.md). Params types are only annotations here.
+if TYPE_CHECKING:
+    from brain.compaction import CompactionReport
+    from brain.config import RecallMode
+    from brain.content import MessageIn
+    from brain.progress import Progress
+    from brain.search import Mode, Scope
+    from protocol.methods import (
+        AssembleParams,
+        BootstrapParams,
+        CompactParams,
+        ExpandQueryParams,
+        GrantParams,
+        GrepParams,
+        IngestParams,
+        LearnParams,
+        LookupParams,
+        MaintainParams,
+        Message,
+        NoParams,
+        QueryParams,
+        RevokeParams,
+        SuppressParams,
+        SyncParams,
+        TeachParams,
+        TraceParams,
+    )
 
 HandlerFn = Callable[[Context, Any], Awaitable[Any]]
 
@@ -108,6 +109,8 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
         batch=not params.single,
         create=not granted.current.get(),
     )
+    from brain.budgets import sizes
+
     compaction = ctx.brain.config.compaction
     # All raw history (tail included) over the session's threshold: maybe work to do.
     if compaction.auto and result.raw_tokens > sizes(compaction, result.budget).threshold:
@@ -125,6 +128,8 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
 
 async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
     """The model-ready context for a session under a token budget."""
+    from brain.assemble import AssembleOptions
+
     options = AssembleOptions(
         budget=params.budget,
         format="anthropic" if params.format == "anthropic" else "openai",
@@ -223,6 +228,8 @@ async def expand_query(ctx: Context, params: ExpandQueryParams) -> dict[str, Any
 
 async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
     """Messages and summaries (or payload files) matching a regex or free text, best first."""
+    from brain.search import GrepOptions
+
     options = GrepOptions(
         query=params.query,
         mode=_GREP_MODES.get(params.mode, "full_text"),
@@ -272,6 +279,8 @@ _GREP_MODES: dict[str, Mode] = {
 
 async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
     """Retrieve from the learned graph: fired nodes, the context block, the trace id."""
+    from brain.traverse import TraverseOptions
+
     options = TraverseOptions(
         top_k=params.top_k,
         max_hops=params.max_hops,
@@ -301,6 +310,9 @@ async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
 
 async def teach(ctx: Context, params: TeachParams) -> dict[str, Any]:
     """Add a node; a correction with a chat also corrects that chat's latest trace."""
+    from brain.engine import teach_text
+    from brain.graph import NewNode
+
     node = NewNode(
         kind=params.kind,  # type: ignore[arg-type]  # validated against TEACH_KINDS
         text=params.content,
@@ -506,6 +518,8 @@ async def shutdown(ctx: Context, params: NoParams) -> dict[str, Any]:
 
 
 def _message_in(m: Message) -> MessageIn:
+    from brain.content import MessageIn
+
     return MessageIn(
         role=m.role,
         content=m.content,

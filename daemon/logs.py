@@ -6,6 +6,11 @@ standard ``logging`` module (httpx requests, ``brain.llm`` retries, asyncio),
 Python warnings and uncaught exceptions in threads. So ``--log-format json``
 makes every stderr line one JSON object, and one lock orders the writes of
 every thread.
+
+structlog (~10 ms, and asyncio with it, ~30 ms) is imported when the first
+line is logged, not at start: ``configure_logging`` installs the handler and
+remembers the settings, the handler's formatter and ``log`` build their
+structlog parts on first use. A ``brain call`` that logs nothing never loads it.
 """
 
 from __future__ import annotations
@@ -14,34 +19,28 @@ import logging
 import sys
 import threading
 from types import TracebackType
-from typing import Any
-
-import structlog
+from typing import TYPE_CHECKING, Any
 
 from daemon.config import LogFormat
+
+if TYPE_CHECKING:
+    import structlog
+
+
+class _Settings:
+    """What ``configure_logging`` was last told, and whether structlog has it yet."""
+
+    levelno: int | None = None
+    fmt: LogFormat = "console"
+    applied = False
+    lock = threading.Lock()
 
 
 def configure_logging(level: str, fmt: LogFormat) -> None:
     """Send every log line to stderr at ``level`` in ``console`` or ``json`` format."""
     levelno = logging.getLevelNamesMapping()[level.upper()]
-    shared: list[structlog.types.Processor] = [
-        structlog.stdlib.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
-    renderer: list[structlog.types.Processor]
-    if fmt == "json":
-        # The console renderer formats tracebacks itself; JSON needs them as text.
-        renderer = [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
-    else:
-        renderer = [structlog.dev.ConsoleRenderer(colors=False)]
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            # Records from stdlib loggers: their logger name says which library spoke.
-            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],
-        )
-    )
+    handler.setFormatter(_Formatter(fmt))
     root = logging.getLogger()
     for old in root.handlers[:]:
         root.removeHandler(old)
@@ -50,11 +49,69 @@ def configure_logging(level: str, fmt: LogFormat) -> None:
     logging.captureWarnings(True)  # warnings.warn(...) becomes a "py.warnings" record
     threading.excepthook = _thread_excepthook
     sys.unraisablehook = _unraisablehook
-    structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        wrapper_class=structlog.make_filtering_bound_logger(levelno),
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        cache_logger_on_first_use=False,
+    with _Settings.lock:
+        _Settings.levelno, _Settings.fmt, _Settings.applied = levelno, fmt, False
+    if "structlog" in sys.modules:  # already loaded: apply now (costs nothing more)
+        _structlog()
+
+
+def _shared() -> list[structlog.types.Processor]:
+    """The processors every line goes through: its level and a UTC timestamp."""
+    import structlog
+
+    return [
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+
+
+def _structlog() -> Any:
+    """structlog, imported and configured with the last ``configure_logging`` settings."""
+    import structlog
+
+    with _Settings.lock:
+        if not _Settings.applied and _Settings.levelno is not None:
+            structlog.configure(
+                processors=[*_shared(), structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+                wrapper_class=structlog.make_filtering_bound_logger(_Settings.levelno),
+                logger_factory=structlog.stdlib.LoggerFactory(),
+                cache_logger_on_first_use=False,
+            )
+            _Settings.applied = True
+    return structlog
+
+
+class _Formatter(logging.Formatter):
+    """structlog's ``ProcessorFormatter`` for ``fmt``, built on the first record formatted.
+
+    The handler calls it under its own lock, so it is built once.
+    """
+
+    def __init__(self, fmt: LogFormat) -> None:
+        super().__init__()
+        self.fmt = fmt
+        self._built: logging.Formatter | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record rendered by structlog (console or JSON)."""
+        if self._built is None:
+            self._built = _processor_formatter(self.fmt)
+        return self._built.format(record)
+
+
+def _processor_formatter(fmt: LogFormat) -> logging.Formatter:
+    import structlog
+
+    renderer: list[structlog.types.Processor]
+    if fmt == "json":
+        # The console renderer formats tracebacks itself; JSON needs them as text.
+        renderer = [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+    else:
+        renderer = [structlog.dev.ConsoleRenderer(colors=False)]
+    return structlog.stdlib.ProcessorFormatter(
+        # Records from stdlib loggers: their logger name says which library spoke.
+        foreign_pre_chain=[*_shared(), structlog.stdlib.add_logger_name],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],
     )
 
 
@@ -79,5 +136,21 @@ def _exc_info(
     return (exc_type, value, tb) if value is not None else False
 
 
-log = structlog.get_logger("brain")
-"""The daemon's logger."""
+class _Log:
+    """The daemon's logger: structlog's, looked up (and structlog loaded) on first use.
+
+    Its proxy reads structlog's configuration on every call, so it is kept: once
+    structlog is loaded, ``configure_logging`` applies new settings at once.
+    """
+
+    _logger: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        logger = _Log._logger
+        if logger is None:
+            logger = _Log._logger = _structlog().get_logger("brain")
+        return getattr(logger, name)
+
+
+log: Any = _Log()
+"""The daemon's logger (``log.info("event", key=value)``, as structlog's)."""

@@ -21,8 +21,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-import anyio.from_thread
-
 from daemon.logs import log
 from protocol.wire import notification_frame
 
@@ -53,6 +51,8 @@ def reporter(request_id: Any, send: Callable[[bytes], Awaitable[None]]) -> Progr
 
         async def deliver() -> None:
             await send(frame)
+
+        import anyio.from_thread  # ~7 ms: only requests that report progress need it
 
         try:
             anyio.from_thread.run(deliver)
