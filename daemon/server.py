@@ -101,6 +101,8 @@ class Server:
         self._tg: anyio.abc.TaskGroup | None = None  # requests
         self._outer: anyio.abc.TaskGroup | None = None  # the answer to ``shutdown``
         self._work_done = anyio.Event()
+        self.answered = anyio.Event()
+        """Set once the first request has been answered (background warm-up waits for it)."""
         self.stop_reason: str | None = None
         # Called once, with the reason, when the server stops reading (systemd's STOPPING=1).
         self._on_stop = on_stop
@@ -298,6 +300,7 @@ class Server:
             await self.sink.send(frame)
 
     def _done(self) -> None:
+        self.answered.set()
         self._inflight -= 1
         if self._inflight == 0:
             self._idle.set()
