@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TextIO, TypeVar
 
@@ -87,9 +87,10 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     created), and the stored vectors' embedder is never switched. With no
     background embedder in this process, a semantic or hybrid grep embeds the
     queued rows of its scope (up to ``CALL_EMBED_MAX``) before it searches.
+    A loop-free method without a grant (``info``, ``ingest``, ...) runs with no
+    event loop, its engine work in this thread: anyio's asyncio backend and
+    asyncio (~40 ms) are loaded only by the methods that wait on something.
     """
-    import anyio
-
     from brain.errors import BrainError
     from daemon.dispatch import Answer, Dispatcher, to_wire
     from daemon.runner import context_for, open_brain
@@ -106,23 +107,29 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     line = encode_frame({"id": 1, "method": args.method, "params": params, "progress": show})
     bar = ProgressBar(sys.stderr)
 
-    async def once() -> bytes | None:
+    def once() -> bytes | None:
         try:
-            brain = await anyio.to_thread.run_sync(open_brain, config)
+            brain = open_brain(config)
         except BrainError as exc:  # no database there, etc.
             return error_frame(1, to_wire(exc, args.method))
         brain.embed_before_search = CALL_EMBED_MAX
         try:
-            dispatcher = Dispatcher(context_for(brain, config))
+            context = context_for(brain, config)
+            dispatcher = Dispatcher(context)
             item = dispatcher.prepare(line)
             if isinstance(item, Answer):
                 return item.frame
-            return await dispatcher.execute(item, bar.send)
+            if item.handler.loop_free and item.request.grant is None:
+                context.inline = True
+                return _run_loop_free(dispatcher.execute(item, bar.send))
+            import anyio
+
+            return anyio.run(dispatcher.execute, item, bar.send)
         finally:
-            await anyio.to_thread.run_sync(brain.close)
+            brain.close()
 
     try:
-        frame = anyio.run(once)
+        frame = once()
     finally:
         bar.finish()
     assert frame is not None
@@ -132,6 +139,22 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
         return 1
     sys.stdout.buffer.write(orjson.dumps(response["result"], option=orjson.OPT_INDENT_2) + b"\n")
     return 0
+
+
+def _run_loop_free(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (a loop-free handler's, ``Context.inline``).
+
+    Its awaits all complete at once, so one ``send`` runs it to the end; a
+    coroutine that suspends would need an event loop, which a handler marked
+    loop-free must never need.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coroutine.close()
+    raise RuntimeError("a loop-free handler suspended; it needs an event loop")
 
 
 def _offline(config: DaemonConfig, name: str, work: Callable[[Brain], T]) -> T | None:

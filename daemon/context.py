@@ -1,20 +1,30 @@
 """What a handler gets: the engine, ways to run blocking work off the loop
 (database work, and waits on each provider apart from it), and hooks into the
-server (write accounting, shutdown)."""
+server (write accounting, shutdown).
+
+Its limiters, provider pools and background workers are built on first use:
+building an anyio primitive outside an event loop imports asyncio (to learn
+that none runs), which a one-shot ``brain call`` of a loop-free method
+(``inline``) never needs.
+"""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+import anyio.to_thread
 
-from brain import Brain, DatabaseFileLost
-from daemon.compactions import Compactions
-from daemon.embeddings import Embeddings
-from daemon.providers import Provider
+from brain.errors import DatabaseFileLost
 from daemon.stopping import Shutdown
+
+if TYPE_CHECKING:
+    from brain import Brain
+    from daemon.compactions import Compactions
+    from daemon.embeddings import Embeddings
+    from daemon.providers import Provider
 
 T = TypeVar("T")
 
@@ -34,24 +44,63 @@ class Context:
         self.brain = brain
         # The stop's deadline, shared by the server and the ``shutdown`` handler.
         self.shutdown = shutdown or Shutdown(30.0)
-        self.compactions = Compactions(brain)
-        self.embeddings = Embeddings(brain)
-        # The engine serialises database access itself; the limiter only bounds
-        # how many worker threads may wait on it at once.
-        self.db_limiter = anyio.CapacityLimiter(db_threads)
-        # Provider waits never take a database thread: each provider has its own
-        # threads, so a hung LLM holds up neither ingest nor the embedder's callers.
-        self.llm = Provider("LLM", concurrency=provider_concurrency, deadline_s=provider_deadline_s)
-        """Waits on the chat model (``expand_query``'s synthesis)."""
-        self.embedding = Provider(
-            "embedding", concurrency=provider_concurrency, deadline_s=provider_deadline_s
-        )
-        """Waits on the embedder (query vectors for grep, query, teach, recall; sync's nodes)."""
+        self._db_threads = db_threads
+        self._provider_concurrency = provider_concurrency
+        self._provider_deadline_s = provider_deadline_s
+        self.inline = False
+        """Run ``db`` work in the calling thread: set by a one-shot ``brain call`` that
+        runs a loop-free handler with no event loop (and nothing else to keep free)."""
         self.writes = 0
         self._write_listeners: list[Callable[[], None]] = []
         self.lost: DatabaseFileLost | None = None
         """Set once a request found the database file moved, replaced or deleted."""
         self._lost_listeners: list[Callable[[], None]] = []
+
+    @functools.cached_property
+    def compactions(self) -> Compactions:
+        """Background and explicit compaction of this engine."""
+        from daemon.compactions import Compactions
+
+        return Compactions(self.brain)
+
+    @functools.cached_property
+    def embeddings(self) -> Embeddings:
+        """The background embedder of this engine."""
+        from daemon.embeddings import Embeddings
+
+        return Embeddings(self.brain)
+
+    @functools.cached_property
+    def db_limiter(self) -> anyio.CapacityLimiter:
+        """Bounds how many worker threads may wait on the engine at once.
+
+        The engine serialises database access itself; this only bounds the threads.
+        """
+        return anyio.CapacityLimiter(self._db_threads)
+
+    @functools.cached_property
+    def llm(self) -> Provider:
+        """Waits on the chat model (``expand_query``'s synthesis).
+
+        Provider waits never take a database thread: each provider has its own
+        threads, so a hung LLM holds up neither ingest nor the embedder's callers.
+        """
+        from daemon.providers import Provider
+
+        return Provider(
+            "LLM", concurrency=self._provider_concurrency, deadline_s=self._provider_deadline_s
+        )
+
+    @functools.cached_property
+    def embedding(self) -> Provider:
+        """Waits on the embedder (query vectors for grep, query, teach, recall; sync's nodes)."""
+        from daemon.providers import Provider
+
+        return Provider(
+            "embedding",
+            concurrency=self._provider_concurrency,
+            deadline_s=self._provider_deadline_s,
+        )
 
     async def db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking engine work in a worker thread; the event loop stays free.
@@ -59,7 +108,10 @@ class Context:
         Cancelling the caller abandons the thread instead of waiting for it: a
         thread blocked for good (another process's write lock) must not keep a
         stopping daemon alive. Whatever it commits later is committed all the same.
+        With ``inline`` it runs here instead (no event loop to keep free).
         """
+        if self.inline:
+            return fn(*args, **kwargs)
         call = functools.partial(fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(call, limiter=self.db_limiter, abandon_on_cancel=True)
 

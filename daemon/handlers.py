@@ -64,13 +64,16 @@ class Handler:
     A request on a lane waits for the requests before it on that lane. With
     ``holds_lane`` (the default) later requests on the lane also wait for it;
     without, it only waits (long work such as ``compact`` must not hold up the
-    session's next ``assemble``).
+    session's next ``assemble``). ``loop_free``: see the field.
     """
 
     run: HandlerFn
     lane: Callable[[Any], str | None]
     mutates: bool = False
     holds_lane: bool = True
+    loop_free: bool = False
+    """It awaits nothing but ``Context.db`` and reports no progress, so a one-shot
+    ``brain call`` may run it with no event loop (``Context.inline``)."""
 
 
 def _no_lane(_params: Any) -> str | None:
@@ -534,30 +537,30 @@ def _message_in(m: Message) -> MessageIn:
 
 
 HANDLERS: dict[str, Handler] = {
-    "ping": Handler(ping, _no_lane),
-    "info": Handler(info, _no_lane),
-    "ingest": Handler(ingest, _session_lane, mutates=True),
+    "ping": Handler(ping, _no_lane, loop_free=True),
+    "info": Handler(info, _no_lane, loop_free=True),
+    "ingest": Handler(ingest, _session_lane, mutates=True, loop_free=True),
     "assemble": Handler(assemble, _session_lane),
     "compact": Handler(compact, _session_lane, mutates=True, holds_lane=False),
-    "describe": Handler(describe, _session_lane, holds_lane=False),
-    "expand": Handler(expand, _session_lane, holds_lane=False),
+    "describe": Handler(describe, _session_lane, holds_lane=False, loop_free=True),
+    "expand": Handler(expand, _session_lane, holds_lane=False, loop_free=True),
     "grep": Handler(grep, _session_lane, holds_lane=False),
     "expand_query": Handler(expand_query, _session_lane, holds_lane=False),
-    "suppress": Handler(suppress, _session_lane, mutates=True),
-    "unsuppress": Handler(unsuppress, _session_lane, mutates=True),
-    "grant": Handler(grant, _no_lane, mutates=True),
-    "revoke": Handler(revoke, _no_lane, mutates=True),
+    "suppress": Handler(suppress, _session_lane, mutates=True, loop_free=True),
+    "unsuppress": Handler(unsuppress, _session_lane, mutates=True, loop_free=True),
+    "grant": Handler(grant, _no_lane, mutates=True, loop_free=True),
+    "revoke": Handler(revoke, _no_lane, mutates=True, loop_free=True),
     "query": Handler(query, _chat_lane, mutates=True),
     "teach": Handler(teach, _chat_lane, mutates=True),
     "correction": Handler(teach, _chat_lane, mutates=True),
-    "learn": Handler(learn, _chat_lane, mutates=True),
-    "trace": Handler(trace, _chat_lane),
+    "learn": Handler(learn, _chat_lane, mutates=True, loop_free=True),
+    "trace": Handler(trace, _chat_lane, loop_free=True),
     "sync": Handler(sync, _workspace_lane, mutates=True),
     "maintain": Handler(maintain, _no_lane, mutates=True),
     "bootstrap": Handler(bootstrap, _session_lane, mutates=True),
-    "health": Handler(health, _no_lane),
-    "save": Handler(save, _no_lane),
-    "reload": Handler(reload, _no_lane),
+    "health": Handler(health, _no_lane, loop_free=True),
+    "save": Handler(save, _no_lane, loop_free=True),
+    "reload": Handler(reload, _no_lane, loop_free=True),
     "shutdown": Handler(shutdown, _no_lane),
 }
 """Method name -> handler; must cover ``protocol.methods.METHODS`` exactly."""

@@ -10,12 +10,11 @@ import functools
 import os
 import signal
 import threading
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
-import anyio.abc
+import anyio.to_thread
 
-from brain import Brain, BrainError
 from brain.embedders import (
     Embedder,
     HashEmbedder,
@@ -24,14 +23,20 @@ from brain.embedders import (
     OpenAIEmbedderConfig,
     default_embedder,
 )
+from brain.engine import Brain
+from brain.errors import BrainError
 from daemon.config import DaemonConfig
 from daemon.context import Context
-from daemon.dispatch import Dispatcher
-from daemon.health import EngineProbe
 from daemon.logs import log
-from daemon.notify import Notifier
-from daemon.server import ByteSource, FrameSink, Server
 from daemon.stopping import Shutdown
+
+# What only a serving daemon needs (the server, systemd notification, the
+# watchdog probe) is imported by ``run``: ``brain call`` opens the engine here too.
+if TYPE_CHECKING:
+    import anyio.abc
+
+    from daemon.notify import Notifier
+    from daemon.server import ByteSource, FrameSink, Server
 
 
 class AutoSaver:
@@ -161,6 +166,8 @@ async def run(
     ``backstop``: end the process if stopping overruns its bound (``brain
     serve`` only; never in a test's interpreter).
     """
+    from daemon.notify import Notifier
+
     notifier = notifier or Notifier(None)
     failure: Exception | None = None
     try:
@@ -187,6 +194,10 @@ async def run(
 async def _run(
     config: DaemonConfig, source: ByteSource, sink: FrameSink, notifier: Notifier, backstop: bool
 ) -> None:
+    from daemon.dispatch import Dispatcher
+    from daemon.health import EngineProbe
+    from daemon.server import Server
+
     brain = await anyio.to_thread.run_sync(functools.partial(open_brain, config, serve=True))
     log.info("serving", db=str(brain.path), pid=os.getpid())
     shutdown = Shutdown(config.shutdown_timeout_s, backstop=backstop)

@@ -13,9 +13,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
+import pytest
 
+from daemon.handlers import HANDLERS
+from protocol import errors
 from tests.e2e.conftest import BRAIN, DEADLINE, create_db, user_message
 
 NOT_FOR_INFO = frozenset(
@@ -52,6 +56,33 @@ with open(sys.argv[1], "w") as out:
     out.write("\\n".join(sorted(sys.modules)))
 sys.exit(code)
 """
+
+_CALL_ANY = """
+import sys
+from daemon.cli import main
+code = main(["call", sys.argv[2], sys.argv[3], "--db", sys.argv[4]])
+with open(sys.argv[1], "w") as out:
+    out.write("\\n".join(sorted(sys.modules)))
+sys.exit(code)
+"""
+
+LOOP_FREE_CALLS: dict[str, dict[str, Any]] = {
+    "ping": {},
+    "info": {},
+    "ingest": {"session": "s", "message": {"role": "user", "content": "one more"}},
+    "describe": {"id": "m0000", "session": "s"},
+    "expand": {"id": "sum_missing", "session": "s"},
+    "suppress": {"ids": ["m0001"], "session": "s"},
+    "unsuppress": {"ids": ["m0001"], "session": "s"},
+    "grant": {"sessions": ["s"], "methods": ["grep"], "token_cap": 100, "ttl_s": 60},
+    "revoke": {"grant_id": "g" * 20},
+    "learn": {"outcome": 1.0},
+    "trace": {},
+    "health": {},
+    "save": {},
+    "reload": {},
+}
+"""Params for each loop-free method (some answer not-found: the handler ran all the same)."""
 
 _SERVE = """
 import sys
@@ -138,3 +169,27 @@ def test_a_daemons_first_info_answer_comes_before_its_background_work_loads_anyt
     loaded = _loaded(modules)
     assert "brain.engine" in loaded
     assert loaded.isdisjoint(NOT_FOR_INFO), sorted(loaded & NOT_FOR_INFO)
+
+
+def test_every_loop_free_method_has_a_brain_call_case() -> None:
+    assert {name for name, h in HANDLERS.items() if h.loop_free} == set(LOOP_FREE_CALLS)
+
+
+@pytest.mark.parametrize("method", sorted(LOOP_FREE_CALLS))
+def test_brain_call_runs_a_loop_free_method_without_loading_asyncio(
+    tmp_path: Path, method: str
+) -> None:
+    db = _db_with_pending_embeddings(tmp_path)
+    modules = tmp_path / "modules.txt"
+    params = orjson.dumps(LOOP_FREE_CALLS[method]).decode()
+    done = subprocess.run(
+        [sys.executable, "-c", _CALL_ANY, str(modules), method, params, str(db)],
+        capture_output=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    answer = orjson.loads(done.stdout)
+    if done.returncode != 0:
+        # Answered by the engine (nothing by that id), not an internal error.
+        assert answer["error"]["code"] == errors.NotFound.CODE, answer
+    assert "asyncio" not in _loaded(modules)
