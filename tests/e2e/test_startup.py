@@ -169,6 +169,8 @@ def test_a_daemons_first_info_answer_comes_before_its_background_work_loads_anyt
     loaded = _loaded(modules)
     assert "brain.engine" in loaded
     assert loaded.isdisjoint(NOT_FOR_INFO), sorted(loaded & NOT_FOR_INFO)
+    # The "serving" line is logged without structlog (daemon.logs renders plain events).
+    assert "structlog" not in loaded
 
 
 def test_every_loop_free_method_has_a_brain_call_case() -> None:
