@@ -28,7 +28,7 @@ from daemon.handlers import HANDLERS, Handler
 from daemon.logs import log
 from daemon.redact import redact
 from protocol import errors as wire
-from protocol.methods import GRANTABLE, METHODS
+from protocol.spec import GRANTABLE, METHODS
 from protocol.wire import Rejected, Request, error_frame, parse_request, result_frame
 
 if TYPE_CHECKING:

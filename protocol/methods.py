@@ -4,46 +4,32 @@ Each params type has ``from_obj(params) -> instance`` that validates
 everything and raises ``InvalidParams`` naming the offending field, so a
 handler never sees bad input. ``FIELDS`` lists the members each type takes:
 an unknown one is refused first, so a typo is named as itself. ``METHODS``
-lists every method with its params type and a one-line description; the
-daemon must implement exactly these, and the README's protocol reference is
-checked against this table.
+(defined in ``protocol.spec``, re-exported here) lists every method with its
+params type and a one-line description; the daemon must implement exactly
+these, and the README's protocol reference is checked against this table.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Protocol, Self
+from typing import Any, ClassVar, Final, Self
 
 from protocol.errors import InvalidParams
 from protocol.fields import Fields
+
+# The method table lives in protocol.spec (light: the daemon's dispatcher imports
+# it alone); re-exported here, where it has always been (``as``: re-exported).
+from protocol.spec import GRANTABLE as GRANTABLE  # noqa: PLC0414
+from protocol.spec import METHODS as METHODS  # noqa: PLC0414
+from protocol.spec import MethodSpec as MethodSpec  # noqa: PLC0414
+from protocol.spec import NoParams as NoParams  # noqa: PLC0414
+from protocol.spec import Params as Params  # noqa: PLC0414
 
 ROLES: Final = ("user", "assistant", "system", "tool")
 MAX_BATCH: Final = 10_000
 MAX_ID_LEN: Final = 512
 MAX_BLOCKS: Final = 10_000
 MAX_DEPTH: Final = 64
-
-
-class Params(Protocol):
-    """What every params type provides."""
-
-    FIELDS: ClassVar[tuple[str, ...]]
-
-    @classmethod
-    def from_obj(cls, obj: dict[str, Any]) -> Self: ...
-
-
-@dataclass(frozen=True, slots=True)
-class NoParams:
-    """Params of a method that takes none (``{}`` or absent)."""
-
-    FIELDS: ClassVar[tuple[str, ...]] = ()
-    """The params members it takes; any other is refused before anything else."""
-
-    @classmethod
-    def from_obj(cls, obj: dict[str, Any]) -> Self:
-        Fields(obj, known=cls.FIELDS).done()
-        return cls()
 
 
 MESSAGE_EXTRAS: Final = (
@@ -688,19 +674,6 @@ class ExpandQueryParams:
         return cls(prompt, session, summary_ids, query, max_tokens)
 
 
-GRANTABLE: Final = (
-    "ping",
-    "ingest",
-    "assemble",
-    "compact",
-    "describe",
-    "expand",
-    "grep",
-    "expand_query",
-)
-"""Methods a grant may allow. ``info`` is not (its counts span every session),
-nor are ``grant``/``revoke`` (a sub-agent must not mint access) or the
-lifecycle methods."""
 MAX_GRANT_TTL_S: Final = 30 * 24 * 3600.0
 GRANT_ID_LEN: Final = 20
 
@@ -829,47 +802,6 @@ class MaintainParams:
                 )
         f.done()
         return cls(tasks, dry_run, tuple(knobs))
-
-
-@dataclass(frozen=True, slots=True)
-class MethodSpec:
-    """A method's params type and a one-line description for the reference."""
-
-    params: type[Params]
-    summary: str
-
-
-METHODS: Final[dict[str, MethodSpec]] = {
-    "ping": MethodSpec(NoParams, "liveness check, answered on the event loop"),
-    "info": MethodSpec(NoParams, "version, schema version and counts"),
-    "ingest": MethodSpec(IngestParams, "append messages to a session, idempotently"),
-    "assemble": MethodSpec(AssembleParams, "model-ready context for a session under a budget"),
-    "compact": MethodSpec(CompactParams, "fold a session's history into summaries now"),
-    "describe": MethodSpec(LookupParams, "what a summary, payload file or message id holds"),
-    "grep": MethodSpec(GrepParams, "find messages and summaries by regex, words or meaning"),
-    "suppress": MethodSpec(SuppressParams, "hide messages or summaries from every agent path"),
-    "unsuppress": MethodSpec(SuppressParams, "show suppressed messages or summaries again"),
-    "expand": MethodSpec(LookupParams, "walk a summary down to its sources under a cap"),
-    "expand_query": MethodSpec(
-        ExpandQueryParams, "a cited answer to a prompt from the sources under summaries or hits"
-    ),
-    "grant": MethodSpec(GrantParams, "scoped, budgeted, expiring access for a sub-agent"),
-    "revoke": MethodSpec(RevokeParams, "end a grant now (idempotent)"),
-    "query": MethodSpec(QueryParams, "retrieve from the learned graph; records a trace"),
-    "teach": MethodSpec(TeachParams, "add a teaching, correction or directive node"),
-    "correction": MethodSpec(CorrectionParams, "teach a correction; penalise the chat's trace"),
-    "learn": MethodSpec(LearnParams, "credit an outcome to a trace's steps"),
-    "trace": MethodSpec(TraceParams, "a query's seeds, steps and fired nodes"),
-    "sync": MethodSpec(SyncParams, "index a workspace's markdown files as graph chunks"),
-    "maintain": MethodSpec(MaintainParams, "decay, merge, prune, connect and scale the graph"),
-    "bootstrap": MethodSpec(
-        BootstrapParams, "import a session's JSONL transcript after what is stored"
-    ),
-    "health": MethodSpec(NoParams, "the retrieval graph's shape: counts, tiers, orphans"),
-    "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
-    "reload": MethodSpec(NoParams, "reopen the database and rebuild hot state"),
-    "shutdown": MethodSpec(NoParams, "finish in-flight requests, flush, exit 0"),
-}
 
 
 def _strings(values: list[Any], where: str) -> list[str]:

@@ -44,6 +44,7 @@ NOT_FOR_INFO = frozenset(
         "brain.sync",
         "brain.vectors",
         "protocol.client",
+        "protocol.methods",
     }
 )
 """Modules neither path may have loaded when it answers ``info``."""

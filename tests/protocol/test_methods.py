@@ -222,3 +222,10 @@ def test_reading_a_field_a_params_type_does_not_declare_fails_loudly() -> None:
     fields = Fields({}, known=("session",))
     with pytest.raises(AssertionError, match=r"params\.sesion"):
         fields.raw("sesion")
+
+
+def test_every_methods_params_type_resolves_to_a_params_class() -> None:
+    for name, spec in METHODS.items():
+        params = spec.params
+        assert isinstance(params.FIELDS, tuple), name
+        assert callable(params.from_obj), name
