@@ -9,7 +9,6 @@ rejects the others up front, so a misspelt ``sesion`` is reported as itself
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Collection, Sequence
 from typing import Any, Final
@@ -137,6 +136,8 @@ class Fields:
 
     def _unknown(self, unknown: list[str], known: Collection[str]) -> InvalidParams:
         """The error naming the first unknown member, and the known one it resembles."""
+        import difflib  # only to name a typo's likely field
+
         close = difflib.get_close_matches(unknown[0], sorted(known), n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]}?)" if close else ""
         return InvalidParams(f"{self.path(unknown[0])}: unknown field{hint}", {"unknown": unknown})
