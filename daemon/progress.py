@@ -52,10 +52,10 @@ def reporter(request_id: Any, send: Callable[[bytes], Awaitable[None]]) -> Progr
         async def deliver() -> None:
             await send(frame)
 
-        import anyio.from_thread  # ~7 ms: only requests that report progress need it
+        from anyio import from_thread  # ~7 ms: only requests that report progress need it
 
         try:
-            anyio.from_thread.run(deliver)
+            from_thread.run(deliver)
         except RuntimeError:
             # Not in a worker thread started by the loop: nothing to send through.
             log.debug("progress report outside a worker thread", phase=phase)

@@ -22,12 +22,13 @@ import select
 import stat
 import sys
 import threading
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
-import anyio.abc
-import anyio.from_thread
-import anyio.lowlevel
+
+if TYPE_CHECKING:
+    import anyio.lowlevel
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 _CHUNK: Final = 1 << 16
 _BATCH_BYTES: Final = 1 << 20
@@ -55,7 +56,9 @@ class StdinSource:
     def __init__(self, fd: int = 0) -> None:
         self._fd = fd
         self._pollable: bool | None = None
-        self._send, self._recv = anyio.create_memory_object_stream[bytes](1)
+        # The reader thread's channel, made with the thread: a pipe never needs it.
+        self._send: MemoryObjectSendStream[bytes] | None = None
+        self._recv: MemoryObjectReceiveStream[bytes] | None = None
         self._want = threading.Semaphore(0)
         self._asked = False
         self._thread: threading.Thread | None = None
@@ -80,14 +83,19 @@ class StdinSource:
 
     async def _receive_threaded(self) -> bytes:
         if self._thread is None:
-            token = anyio.lowlevel.current_token()
+            # ``from``: a plain ``import anyio.x`` here would make ``anyio`` a local name.
+            from anyio.lowlevel import current_token
+
+            self._send, self._recv = anyio.create_memory_object_stream[bytes](1)
+            token = current_token()
             self._thread = threading.Thread(
-                target=self._pump, args=(token,), name="brain-stdin", daemon=True
+                target=self._pump, args=(token, self._send), name="brain-stdin", daemon=True
             )
             self._thread.start()
         if not self._asked:  # a cancelled receive leaves its read outstanding
             self._asked = True
             self._want.release()
+        assert self._recv is not None
         try:
             chunk = await self._recv.receive()
         except anyio.EndOfStream:
@@ -95,7 +103,11 @@ class StdinSource:
         self._asked = False
         return chunk
 
-    def _pump(self, token: anyio.lowlevel.EventLoopToken) -> None:
+    def _pump(
+        self, token: anyio.lowlevel.EventLoopToken, send: MemoryObjectSendStream[bytes]
+    ) -> None:
+        from anyio import from_thread
+
         try:
             while True:
                 self._want.acquire()
@@ -105,11 +117,11 @@ class StdinSource:
                     chunk = _EOF
                 if not chunk:
                     break
-                anyio.from_thread.run(self._send.send, chunk, token=token)
+                from_thread.run(send.send, chunk, token=token)
         except (RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the loop is gone or stopped listening: nothing left to feed
         with contextlib.suppress(RuntimeError):
-            anyio.from_thread.run_sync(self._send.close, token=token)
+            from_thread.run_sync(send.close, token=token)
 
 
 def _pollable(fd: int) -> bool:

@@ -361,3 +361,27 @@ def test_a_client_that_does_not_read_keeps_the_daemon_small_and_gets_every_answe
         proc.wait(DEADLINE)
         answers.close()
         proc.stdin.close()
+
+
+def test_requests_read_from_a_regular_file_are_all_answered(tmp_path: Path) -> None:
+    # A file cannot be polled by the loop: stdin falls back to a reader thread.
+    requests = tmp_path / "requests.ndjson"
+    requests.write_bytes(
+        b'{"id":1,"method":"info"}\n'
+        + ingest_frame(2, "s", [user_message(0)])
+        + b'{"id":3,"method":"ping"}\n'
+    )
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            serve_argv(tmp_path / "file.db"),
+            stdin=stdin,
+            capture_output=True,
+            timeout=DEADLINE,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    frames = {f["id"]: f for f in map(parse_frame, done.stdout.splitlines())}
+    assert set(frames) == {1, 2, 3}
+    assert frames[1]["result"]["messages"] == 0
+    assert frames[2]["result"]["ingested"] == 1
+    assert frames[3]["result"] == PONG
