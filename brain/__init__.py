@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from brain.compaction import CompactionReport
     from brain.config import BrainConfig, CompactionConfig
     from brain.content import MessageIn
-    from brain.engine import Brain, EmbeddingsInfo, Info, SaveResult
+    from brain.engine import Brain, EmbeddingsInfo, Info
     from brain.errors import (
         BrainError,
         Conflict,
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         StoreBusy,
     )
     from brain.ingest import IngestedMessage, IngestResult
+    from brain.results import SaveResult
     from brain.store import Store, open_store
 
 _WHERE: dict[str, str] = {
@@ -61,7 +62,7 @@ _WHERE: dict[str, str] = {
     "NotFound": "brain.errors",
     "PayloadMissing": "brain.errors",
     "ProviderError": "brain.errors",
-    "SaveResult": "brain.engine",
+    "SaveResult": "brain.results",
     "StorageError": "brain.errors",
     "Store": "brain.store",
     "StoreBusy": "brain.errors",

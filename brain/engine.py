@@ -36,9 +36,6 @@ from brain.version import __version__
 # compactor, search, the graph or the summarizer (``brain call info`` and a
 # daemon's first answer stay close to a bare interpreter start).
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from brain.assemble import Assembled, AssembleOptions, Assembler
     from brain.bootstrap import BootstrapReport, OnFork, ProgressFn
     from brain.compaction import CompactionReport, Compactor
@@ -50,7 +47,7 @@ if TYPE_CHECKING:
     from brain.ingest import IngestResult
     from brain.llm import ChatClient
     from brain.maintain import Health, MaintainOptions, MaintainReport
-    from brain.recall import Gathered
+    from brain.results import Draft, EmbeddedQuery, SaveResult, SyncIndexed
     from brain.retrieval import LearnResult, QueryResult, TeachResult
     from brain.search import GrepOptions, Hit, Nearest
     from brain.summarize import Summarizer
@@ -96,57 +93,10 @@ class Info:
     embeddings: EmbeddingsInfo
 
 
-@dataclass(frozen=True, slots=True)
-class EmbeddedQuery:
-    """A text and its vector, embedded ahead of the database work that uses it.
-
-    ``Brain.embed_query`` makes one; ``grep``, ``query``, ``teach`` and ``assemble``
-    take it instead of embedding themselves, so a caller can wait on a slow embeddings
-    provider apart from the threads that do database work (the daemon does).
-    """
-
-    text: str
-    vector: npt.NDArray[np.float32]
-    ms: float
-
-
-@dataclass(frozen=True, slots=True)
-class SyncIndexed:
-    """A sync before embedding: its report so far, the nodes it added, when it started."""
-
-    indexed: SyncReport
-    new_rows: tuple[int, ...]
-    started: float
-
-    def report(self, embedded: int) -> SyncReport:
-        """The sync's report once ``embedded`` of the new nodes got their vectors."""
-        took_ms = round((time.perf_counter() - self.started) * 1000, 3)
-        pending = len(self.new_rows) - embedded
-        return replace(self.indexed, embedded=embedded, pending=pending, took_ms=took_ms)
-
-
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """``expand_query`` before the model: what the database gave, and the extractive answer."""
-
-    gathered: Gathered
-    extractive: dict[str, Any]
-    max_tokens: int
-
-
 RECALL_MAX_CHARS: Final = 4_000
 """The largest recall block ``assemble`` asks the graph for (about 1,000 tokens)."""
 RECALL_MAX_QUERY: Final = 16_384
 """Characters of the newest user message that ``assemble``'s recall queries with."""
-
-
-@dataclass(frozen=True, slots=True)
-class SaveResult:
-    """What a save did: WAL frames before and checkpointed, and how long it took."""
-
-    wal_frames: int
-    checkpointed_frames: int
-    took_ms: float
 
 
 class Brain:
@@ -339,6 +289,8 @@ class Brain:
 
         Raises :class:`~brain.errors.ProviderError` when a provider fails.
         """
+        from brain.results import EmbeddedQuery
+
         embedder = self.embedder
         _learn_dim(embedder)
         started = time.perf_counter()
@@ -510,6 +462,7 @@ class Brain:
         ``embed_nodes(result.new_rows)`` then embeds them (the daemon does so apart
         from its database threads, since it may wait on a provider).
         """
+        from brain.results import SyncIndexed
         from brain.sync import (
             CHUNK_CHARS,
             SyncReport,
@@ -901,6 +854,7 @@ class Brain:
     ) -> Draft:
         """``expand_query``'s database part: the passages, and the extractive answer over them."""
         from brain.recall import extract, gather
+        from brain.results import Draft
 
         with self._lock:
             gathered = gather(
@@ -1194,6 +1148,8 @@ class Brain:
         Every acknowledged write is already committed (durable in the WAL);
         saving moves it into the database file so the WAL stays small.
         """
+        from brain.results import SaveResult
+
         started = time.perf_counter()
         with self._lock:
             frames, done = self._store.checkpoint()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,9 +37,19 @@ _BATCH_BYTES: Final = 16 * 1024 * 1024
 _BATCH_FILES: Final = 64
 _SKIPPED_KINDS: Final = frozenset({"image"})
 _BASE64_SAMPLE: Final = 4096
-_BASE64: Final = re.compile(rb"(?:data:[\w/+.-]+;base64,)?[A-Za-z0-9+/=]+")
-# JSON escapes glue words together for the tokenizer ("a\nb" would index "nb").
-_JSON_ESCAPE: Final = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+
+
+# Compiled on first use: the store imports this module, and opening a database
+# indexes nothing.
+@functools.cache
+def _base64() -> re.Pattern[bytes]:
+    return re.compile(rb"(?:data:[\w/+.-]+;base64,)?[A-Za-z0-9+/=]+")
+
+
+@functools.cache
+def _json_escape() -> re.Pattern[str]:
+    # JSON escapes glue words together for the tokenizer ("a\nb" would index "nb").
+    return re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 
 
 def indexable_text(data: bytes, encoding: str, part_kind: str) -> str | None:
@@ -54,7 +65,7 @@ def indexable_text(data: bytes, encoding: str, part_kind: str) -> str | None:
         return None
     text = data[:INDEX_BYTES].decode("utf-8", errors="replace")
     if encoding == "json":
-        text = _JSON_ESCAPE.sub(_unescape, text)
+        text = _json_escape().sub(_unescape, text)
     return text
 
 
@@ -163,7 +174,7 @@ def _looks_base64(data: bytes) -> bool:
     Such a run is one huge token to the tokenizer, never a word anyone searches for.
     """
     sample = data[:_BASE64_SAMPLE]
-    return len(sample) >= 64 and _BASE64.fullmatch(sample) is not None
+    return len(sample) >= 64 and _base64().fullmatch(sample) is not None
 
 
 def _unescape(match: re.Match[str]) -> str:

@@ -13,6 +13,7 @@ component. The full text stays in the daemon's log.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -21,8 +22,15 @@ from typing import Any, Final
 
 from protocol import errors as wire
 
-_ABSOLUTE: Final = re.compile(r"(?<![\w./~-])(?:/[^\s/'\"(),;:]+)+/?")
-"""An absolute POSIX path not glued to a preceding word (``a/b`` is not one)."""
+
+@functools.cache
+def _absolute() -> re.Pattern[str]:
+    """An absolute POSIX path not glued to a preceding word (``a/b`` is not one).
+
+    Compiled on first use: only a failure's answer needs it.
+    """
+    return re.compile(r"(?<![\w./~-])(?:/[^\s/'\"(),;:]+)+/?")
+
 
 _ENGINE_TEXT: Final = (wire.StorageFailure, wire.InternalError, wire.Busy)
 """Errors whose text the daemon writes itself, never quoting the request."""
@@ -39,7 +47,7 @@ def redact(error: wire.RPCError, hide: Sequence[Path]) -> wire.RPCError:
             text = text.replace(prefix + os.sep, "")
             text = re.sub(re.escape(prefix) + r"(?![\w.~-])", ".", text)
         if strip_all:
-            text = _ABSOLUTE.sub(_last_component, text)
+            text = _absolute().sub(_last_component, text)
         return text
 
     error.message = clean(error.message)
