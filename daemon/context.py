@@ -63,6 +63,17 @@ class Context:
 
         return Compactions(self.brain)
 
+    def compaction_counts(self) -> dict[str, int]:
+        """Background compactions ``active`` (running or waiting to run) and ``completed``.
+
+        Zeros in a process that never built its compactions (a one-shot ``brain call``),
+        without building them.
+        """
+        compactions: Compactions | None = self.__dict__.get("compactions")
+        if compactions is None:
+            return {"active": 0, "completed": 0}
+        return {"active": compactions.active, "completed": compactions.completed}
+
     @functools.cached_property
     def embeddings(self) -> Embeddings:
         """The background embedder of this engine."""

@@ -94,10 +94,7 @@ async def info(ctx: Context, params: NoParams) -> dict[str, Any]:
     """Version, schema version and counts, read fresh from the database, and this
     daemon's background compaction (``active`` 0: none running or waiting to run)."""
     out = dataclasses.asdict(await ctx.db(ctx.brain.info))
-    out["compaction"] = {
-        "active": ctx.compactions.active,
-        "completed": ctx.compactions.completed,
-    }
+    out["compaction"] = ctx.compaction_counts()
     return out
 
 
