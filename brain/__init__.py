@@ -15,10 +15,7 @@ from typing import TYPE_CHECKING, Any
 from brain.version import __version__
 
 if TYPE_CHECKING:
-    from brain.assemble import Assembled, AssembleOptions
-    from brain.compaction import CompactionReport
     from brain.config import BrainConfig, CompactionConfig
-    from brain.content import MessageIn
     from brain.engine import Brain, EmbeddingsInfo, Info
     from brain.errors import (
         BrainError,
@@ -35,17 +32,20 @@ if TYPE_CHECKING:
         StorageError,
         StoreBusy,
     )
-    from brain.ingest import IngestedMessage, IngestResult
+    from brain.lcm.assemble import Assembled, AssembleOptions
+    from brain.lcm.compaction import CompactionReport
+    from brain.lcm.content import MessageIn
+    from brain.lcm.ingest import IngestedMessage, IngestResult
     from brain.results import SaveResult
-    from brain.store import Store, open_store
+    from brain.store.connection import Store, open_store
 
 _WHERE: dict[str, str] = {
-    "AssembleOptions": "brain.assemble",
-    "Assembled": "brain.assemble",
+    "AssembleOptions": "brain.lcm.assemble",
+    "Assembled": "brain.lcm.assemble",
     "Brain": "brain.engine",
     "BrainConfig": "brain.config",
     "CompactionConfig": "brain.config",
-    "CompactionReport": "brain.compaction",
+    "CompactionReport": "brain.lcm.compaction",
     "BrainError": "brain.errors",
     "Conflict": "brain.errors",
     "DatabaseFileLost": "brain.errors",
@@ -55,18 +55,18 @@ _WHERE: dict[str, str] = {
     "GrantExhausted": "brain.errors",
     "EmbeddingsInfo": "brain.engine",
     "Info": "brain.engine",
-    "IngestResult": "brain.ingest",
-    "IngestedMessage": "brain.ingest",
+    "IngestResult": "brain.lcm.ingest",
+    "IngestedMessage": "brain.lcm.ingest",
     "InvalidInput": "brain.errors",
-    "MessageIn": "brain.content",
+    "MessageIn": "brain.lcm.content",
     "NotFound": "brain.errors",
     "PayloadMissing": "brain.errors",
     "ProviderError": "brain.errors",
     "SaveResult": "brain.results",
     "StorageError": "brain.errors",
-    "Store": "brain.store",
+    "Store": "brain.store.connection",
     "StoreBusy": "brain.errors",
-    "open_store": "brain.store",
+    "open_store": "brain.store.connection",
 }
 """Each re-exported name and the module that defines it."""
 

@@ -29,7 +29,7 @@ class CompactionConfig:
     ``assemble`` starts recommending a memory flush.
 
     ``budget_share``: once a session has been assembled with a budget
-    (``brain.budgets``), the share of that budget raw history outside the tail
+    (``brain.lcm.budgets``), the share of that budget raw history outside the tail
     may take before compaction starts (the threshold is the smaller of
     ``threshold_tokens`` and this share), and the share its summaries may take
     before they are condensed; the rest is the tail's. Chunk sizes and summary

@@ -26,9 +26,9 @@ from brain.errors import (
     PayloadMissing,
     ProviderError,
 )
-from brain.identity import stored_identity
 from brain.progress import Progress, ignore
-from brain.store import Store, open_store
+from brain.store.connection import Store, open_store
+from brain.store.identity import stored_identity
 from brain.version import __version__
 
 # The engine's parts are imported by the methods that use them, on first call:
@@ -36,25 +36,25 @@ from brain.version import __version__
 # compactor, search, the graph or the summarizer (``brain call info`` and a
 # daemon's first answer stay close to a bare interpreter start).
 if TYPE_CHECKING:
-    from brain.assemble import Assembled, AssembleOptions, Assembler
-    from brain.bootstrap import BootstrapReport, OnFork, ProgressFn
-    from brain.compaction import CompactionReport, Compactor
     from brain.config import RecallMode
-    from brain.content import MessageIn
-    from brain.embedders import Embedder
-    from brain.grants import Grant, Reach
-    from brain.graph import Graph, NewNode
-    from brain.ingest import IngestResult
-    from brain.llm import ChatClient
-    from brain.maintain import Health, MaintainOptions, MaintainReport
+    from brain.graph.maintain import Health, MaintainOptions, MaintainReport
+    from brain.graph.nodes import Graph, NewNode
+    from brain.graph.retrieval import LearnResult, QueryResult, TeachResult
+    from brain.graph.sync import SyncReport
+    from brain.graph.traverse import TraverseOptions
+    from brain.lcm.assemble import Assembled, AssembleOptions, Assembler
+    from brain.lcm.bootstrap import BootstrapReport, OnFork, ProgressFn
+    from brain.lcm.compaction import CompactionReport, Compactor
+    from brain.lcm.content import MessageIn
+    from brain.lcm.ingest import IngestResult
+    from brain.lcm.summarize import Summarizer
+    from brain.lcm.suppress import SuppressResult
+    from brain.ops.grants import Grant, Reach
+    from brain.providers.llm import ChatClient
+    from brain.recall.search import GrepOptions, Hit, Nearest
     from brain.results import Draft, EmbeddedQuery, SaveResult, SyncIndexed
-    from brain.retrieval import LearnResult, QueryResult, TeachResult
-    from brain.search import GrepOptions, Hit, Nearest
-    from brain.summarize import Summarizer
-    from brain.suppress import SuppressResult
-    from brain.sync import SyncReport
-    from brain.traverse import TraverseOptions
-    from brain.vectors import VectorIndex
+    from brain.vectors.embedders import Embedder
+    from brain.vectors.index import VectorIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +140,7 @@ class Brain:
         self.chat: ChatClient | None = None
         """The chat client for LLM answers (``expand_query``); None: extractive only."""
         if embedder is None:
-            from brain.embedders import default_embedder
+            from brain.vectors.embedders import default_embedder
 
             embedder = default_embedder()
         self.embedder: Embedder = embedder
@@ -166,8 +166,8 @@ class Brain:
         if self._built_compactor is None:
             with self._parts_lock:
                 if self._built_compactor is None:
-                    from brain.compaction import Compactor
-                    from brain.summarize import ExtractiveSummarizer
+                    from brain.lcm.compaction import Compactor
+                    from brain.lcm.summarize import ExtractiveSummarizer
 
                     extractive = ExtractiveSummarizer()
                     compactor = Compactor(
@@ -187,7 +187,7 @@ class Brain:
         if self._built_assembler is None:
             with self._parts_lock:
                 if self._built_assembler is None:
-                    from brain.assemble import Assembler
+                    from brain.lcm.assemble import Assembler
 
                     self._built_assembler = Assembler(self.config.compaction)
         return self._built_assembler
@@ -198,7 +198,7 @@ class Brain:
         if self._built_graph is None:
             with self._parts_lock:
                 if self._built_graph is None:
-                    from brain.graph import Graph
+                    from brain.graph.nodes import Graph
 
                     self._built_graph = Graph()
         return self._built_graph
@@ -215,9 +215,9 @@ class Brain:
         batch: bool = True,
         create: bool = True,
     ) -> IngestResult:
-        """Append messages to a session; see ``brain.ingest.ingest``."""
+        """Append messages to a session; see ``brain.lcm.ingest.ingest``."""
 
-        from brain.ingest import ingest
+        from brain.lcm.ingest import ingest
 
         with self._lock:
             return ingest(
@@ -239,13 +239,13 @@ class Brain:
         on_fork: OnFork = "refuse",
         progress: ProgressFn | None = None,
     ) -> BootstrapReport:
-        """Reconcile a session from a JSONL transcript; see ``brain.bootstrap``.
+        """Reconcile a session from a JSONL transcript; see ``brain.lcm.bootstrap``.
 
         The file is read outside the lock; each batch of messages takes it for
         one transaction, so other requests go on between batches.
         """
 
-        from brain.bootstrap import bootstrap
+        from brain.lcm.bootstrap import bootstrap
 
         return bootstrap(
             self._locked_store,
@@ -302,7 +302,7 @@ class Brain:
 
         The embedder's ``dim`` must be known (``_learn_dim`` first, outside the lock).
         """
-        from brain.vectors import VectorIndex
+        from brain.vectors.index import VectorIndex
 
         if self._index is None or self._index_embedder is not embedder:
             may_switch = self.may_switch_embedder
@@ -339,8 +339,8 @@ class Brain:
         session never carries another session's conversation. ``embedded``: ``text``
         already embedded (``embed_query``); otherwise it is embedded here, outside the lock.
         """
-        from brain.retrieval import run_query
-        from brain.traverse import TraverseOptions
+        from brain.graph.retrieval import run_query
+        from brain.graph.traverse import TraverseOptions
 
         if not text.strip():
             raise InvalidInput("query", "must not be empty")
@@ -378,7 +378,7 @@ class Brain:
         """
         if node.kind != "correction" or chat_id is None or "query" in node.metadata:
             return node
-        from brain.traces import find_trace
+        from brain.graph.traces import find_trace
 
         with self._lock:
             try:
@@ -397,11 +397,11 @@ class Brain:
     ) -> TeachResult:
         """Add a teaching, correction or directive node, embedded and linked at once.
 
-        ``links``: node ids the new node points at (see ``brain.retrieval.teach``).
+        ``links``: node ids the new node points at (see ``brain.graph.retrieval.teach``).
         ``embedded``: ``teach_text(prepare_teach(node))`` already embedded, ``node``
         being that prepared node; otherwise both happen here (embedding outside the lock).
         """
-        from brain.retrieval import teach
+        from brain.graph.retrieval import teach
 
         embedder = self.embedder
         if embedded is None:
@@ -430,7 +430,7 @@ class Brain:
         max_chars: int | None = None,
         progress: Progress = ignore,
     ) -> SyncReport:
-        """Index a workspace's markdown as chunk nodes, incrementally (``brain.sync``).
+        """Index a workspace's markdown as chunk nodes, incrementally (``brain.graph.sync``).
 
         Files are read with no lock held; each file is then one short transaction
         under the lock, so requests and other processes' writes go on between files.
@@ -462,8 +462,7 @@ class Brain:
         ``embed_nodes(result.new_rows)`` then embeds them (the daemon does so apart
         from its database threads, since it may wait on a provider).
         """
-        from brain.results import SyncIndexed
-        from brain.sync import (
+        from brain.graph.sync import (
             CHUNK_CHARS,
             SyncReport,
             read_workspace,
@@ -471,6 +470,7 @@ class Brain:
             sync_file,
             workspace_nodes,
         )
+        from brain.results import SyncIndexed
 
         started = time.perf_counter()
         chars = CHUNK_CHARS if max_chars is None else max_chars
@@ -519,7 +519,7 @@ class Brain:
         provider failure or an embedder switch meanwhile stops it, leaving the rest
         queued: the nodes are stored either way, only their vectors wait.
         """
-        from brain.sync import pending_nodes
+        from brain.graph.sync import pending_nodes
 
         embedder = self.embedder
         try:
@@ -555,16 +555,16 @@ class Brain:
     ) -> LearnResult:
         """Credit an outcome to a trace (by id, else the chat's latest, else the latest).
 
-        ``useful``: fired node ids the caller used (see ``brain.retrieval.learn``).
+        ``useful``: fired node ids the caller used (see ``brain.graph.retrieval.learn``).
         """
-        from brain.retrieval import learn
+        from brain.graph.retrieval import learn
 
         with self._lock:
             return learn(self._store, self._graph, outcome, trace_id, chat_id, useful)
 
     def trace(self, *, trace_id: str | None = None, chat_id: str | None = None) -> dict[str, Any]:
         """A trace with public node ids: by id, else the chat's latest, else the latest."""
-        from brain.traces import find_trace, trace_view
+        from brain.graph.traces import find_trace, trace_view
 
         with self._lock:
             self._graph.refresh(self._store)
@@ -578,7 +578,7 @@ class Brain:
         options: MaintainOptions | None = None,
         progress: Progress = ignore,
     ) -> MaintainReport:
-        """Run the graph's slow loop (``brain.maintain``); ``dry_run`` writes nothing.
+        """Run the graph's slow loop (``brain.graph.maintain``); ``dry_run`` writes nothing.
 
         It runs on a connection of its own and never takes the engine's lock:
         reading the snapshot and planning (seconds at 100k nodes) need no lock,
@@ -589,7 +589,7 @@ class Brain:
         stale at the end. The graph's vector index reloads by itself when
         maintenance deleted vectors (their epoch moved).
         """
-        from brain.maintain import TASKS, maintain
+        from brain.graph.maintain import TASKS, maintain
 
         try:
             with self._side_store() as store:
@@ -607,12 +607,12 @@ class Brain:
                     self._built_graph.invalidate()
 
     def health(self) -> Health:
-        """The retrieval graph's shape now (``brain.maintain.health``).
+        """The retrieval graph's shape now (``brain.graph.maintain.health``).
 
         Read on a connection of its own, like ``maintain``: it reads every node
         and edge, which must not hold up other requests.
         """
-        from brain.maintain import health
+        from brain.graph.maintain import health
 
         with self._side_store() as store:
             return health(store)
@@ -686,7 +686,7 @@ class Brain:
 
     def get_message(self, session: str, message_id: str) -> dict[str, Any]:
         """The message exactly as the client sent it (payload files read back)."""
-        from brain.ingest import generated_row_id
+        from brain.lcm.ingest import generated_row_id
 
         with self._lock:
             store = self._store
@@ -743,8 +743,8 @@ class Brain:
         ``embedded``: ``recall_text(session)`` already embedded (``embed_query``);
         otherwise it is read and embedded here, the embedding outside the lock.
         """
-        from brain.assemble import RecallReport
-        from brain.traverse import TraverseOptions
+        from brain.graph.traverse import TraverseOptions
+        from brain.lcm.assemble import RecallReport
 
         recall = recall or self.config.recall_mode
         if recall == "off":
@@ -788,7 +788,7 @@ class Brain:
         include_suppressed: bool = False,
     ) -> dict[str, Any]:
         """Describe a summary, payload file or message id within a session (None: all)."""
-        from brain.describe import describe
+        from brain.lcm.describe import describe
 
         with self._lock:
             return describe(
@@ -805,8 +805,8 @@ class Brain:
         self, ids: Sequence[str], *, session: str | None, suppressed: bool = True
     ) -> SuppressResult:
         """Hide (or, with ``suppressed=False``, show again) messages and summaries by id."""
-        from brain.content import normalize_time
-        from brain.suppress import set_suppressed
+        from brain.lcm.content import normalize_time
+        from brain.lcm.suppress import set_suppressed
 
         stamp = normalize_time(None, "now")
         with self._lock:
@@ -818,7 +818,7 @@ class Brain:
         self, summary_id: str, *, session: str | None, max_tokens: int = 4_000
     ) -> dict[str, Any]:
         """Walk a summary down to its sources under a token cap."""
-        from brain.describe import expand
+        from brain.lcm.describe import expand
 
         with self._lock:
             return expand(self._store, summary_id, self._scope(session), max_tokens=max_tokens)
@@ -832,7 +832,7 @@ class Brain:
         query: str | None = None,
         max_tokens: int = 2_000,
     ) -> dict[str, Any]:
-        """A cited answer from source messages; see ``brain.recall.expand_query``.
+        """A cited answer from source messages; see ``brain.recall.expand.expand_query``.
 
         The database is read under the lock (``draft_answer``); the model (if any) is
         called after it is released (``synthesize``), so a slow provider never holds up
@@ -853,7 +853,7 @@ class Brain:
         max_tokens: int = 2_000,
     ) -> Draft:
         """``expand_query``'s database part: the passages, and the extractive answer over them."""
-        from brain.recall import extract, gather
+        from brain.recall.expand import extract, gather
         from brain.results import Draft
 
         with self._lock:
@@ -872,7 +872,7 @@ class Brain:
         The extractive answer when no chat client is set; with ``fallback: true`` when
         the model fails or gives an answer that cannot be used.
         """
-        from brain.recall import synthesize
+        from brain.recall.expand import synthesize
 
         return synthesize(
             draft.gathered, draft.extractive, max_tokens=draft.max_tokens, chat=self.chat
@@ -891,8 +891,8 @@ class Brain:
         ``embedded``: the query already embedded (``embed_query``) for a semantic or
         hybrid search; otherwise it is embedded here, outside the lock.
         """
-        from brain.content import normalize_time
-        from brain.search import grep
+        from brain.lcm.content import normalize_time
+        from brain.recall.search import grep
 
         embedder = self.embedder
         query_vector = None
@@ -982,8 +982,8 @@ class Brain:
         token_cap: int,
         ttl_s: float,
     ) -> Grant:
-        """Store a new grant; see ``brain.grants.create``."""
-        from brain import grants
+        """Store a new grant; see ``brain.ops.grants.create``."""
+        from brain.ops import grants
 
         with self._lock:
             return grants.create(
@@ -997,21 +997,21 @@ class Brain:
 
     def get_grant(self, grant_id: str) -> Grant:
         """The stored grant (``NotFound`` if unknown)."""
-        from brain import grants
+        from brain.ops import grants
 
         with self._lock:
             return grants.get(self._store, grant_id)
 
     def revoke_grant(self, grant_id: str) -> Grant:
         """Revoke a grant; idempotent."""
-        from brain import grants
+        from brain.ops import grants
 
         with self._lock:
             return grants.revoke(self._store, grant_id)
 
     def charge_grant(self, grant_id: str, tokens: int) -> int:
         """Add an answer's cost to the grant's usage; return the new total."""
-        from brain import grants
+        from brain.ops import grants
 
         with self._lock:
             return grants.charge(self._store, grant_id, tokens)
@@ -1019,24 +1019,24 @@ class Brain:
     def admit_grant(self, grant_id: str, method: str, reach: Reach, holder: str) -> Grant | None:
         """Check the grant and hold it for one call; None while another process holds it.
 
-        See ``brain.grants.admit``: the check and a one-token reservation are one
+        See ``brain.ops.grants.admit``: the check and a one-token reservation are one
         transaction, so the cap holds across processes sharing the database.
         """
-        from brain import grants
+        from brain.ops import grants
 
         with self._lock:
             return grants.admit(self._store, grant_id, method, reach, holder)
 
     def renew_grant(self, grant_id: str, holder: str) -> bool:
-        """Extend a call's hold on a grant (``brain.grants.renew``)."""
-        from brain import grants
+        """Extend a call's hold on a grant (``brain.ops.grants.renew``)."""
+        from brain.ops import grants
 
         with self._lock:
             return grants.renew(self._store, grant_id, holder)
 
     def settle_grant(self, grant_id: str, holder: str, tokens: int) -> int:
         """Charge an admitted call's cost for its reservation and release its hold."""
-        from brain import grants
+        from brain.ops import grants
 
         with self._lock:
             return grants.settle(self._store, grant_id, holder, tokens)
@@ -1059,7 +1059,7 @@ class Brain:
 
     def withheld_sessions(self) -> list[str]:
         """Sessions whose context list shows a withheld summary awaiting its rebuild."""
-        from brain.suppress import withheld_sessions
+        from brain.lcm.suppress import withheld_sessions
 
         with self._lock:
             return withheld_sessions(self._store)
@@ -1084,7 +1084,7 @@ class Brain:
             return False
 
     def _conversation_id(self, session: str) -> int:
-        from brain.context import conversation
+        from brain.lcm.context import conversation
 
         with self._lock:
             return conversation(self._store, session).id
@@ -1104,8 +1104,8 @@ class Brain:
         A payload file that is gone raises ``PayloadMissing``; with
         ``keep_missing`` its stored marker stays in its place instead.
         """
-        from brain.content import restore
-        from brain.files import read_stored_file
+        from brain.lcm.content import restore
+        from brain.payloads.files import read_stored_file
 
         with self._lock:
             store = self._store
@@ -1209,7 +1209,7 @@ class Brain:
 
     def _sweep_stray_files(self) -> None:
         """Remove payload files left by a write that never committed (a killed process)."""
-        from brain.files import stray_files
+        from brain.payloads.files import stray_files
 
         store = self._store
         known = {str(r[0]) for r in store.execute("SELECT file_id FROM large_files")}

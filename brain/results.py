@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from brain.recall import Gathered
-    from brain.sync import SyncReport
+    from brain.graph.sync import SyncReport
+    from brain.recall.expand import Gathered
 
 
 @dataclass(frozen=True, slots=True)

@@ -194,7 +194,7 @@ def _maintain(config: DaemonConfig, args: argparse.Namespace) -> int:
     mirror and vector index reload before they answer again.
     """
     from brain.errors import InvalidInput
-    from brain.maintain import TASKS, MaintainOptions
+    from brain.graph.maintain import TASKS, MaintainOptions
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else TASKS
     try:
@@ -232,8 +232,8 @@ def _doctor(config: DaemonConfig, args: argparse.Namespace) -> int:
     Safe while a daemon serves the database: checks are reads, and every repair
     is its own short transaction.
     """
-    from brain.doctor import doctor, format_report, report_json
     from brain.errors import BrainError
+    from brain.ops.doctor import doctor, format_report, report_json
 
     try:
         report = doctor(config.db, config.brain, repair=args.repair, deep=args.deep)

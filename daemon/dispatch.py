@@ -33,7 +33,7 @@ from protocol.wire import Rejected, Request, error_frame, parse_request, result_
 
 if TYPE_CHECKING:
     from brain import Brain
-    from brain.grants import Reach
+    from brain.ops.grants import Reach
 
 HELD_POLL_S: Final = 0.05
 """How often a call waits to ask again while another process's call holds its grant."""
@@ -198,7 +198,7 @@ class Dispatcher:
 
     async def _keep_holding(self, grant: str, holder: str) -> None:
         """Renew the call's hold on its grant until cancelled (a long call keeps it)."""
-        from brain.grants import HOLD_S
+        from brain.ops.grants import HOLD_S
 
         while True:
             await anyio.sleep(HOLD_S / 3)
@@ -240,7 +240,7 @@ def reach_of(params: Any) -> Reach:
     Every params type with a ``session`` field is session-scoped: without a
     session or session key it reaches every conversation (``all: true``).
     """
-    from brain.grants import Reach
+    from brain.ops.grants import Reach
 
     session = getattr(params, "session", None)
     session_key = getattr(params, "session_key", None)

@@ -1,6 +1,6 @@
 """Embedding off the request path.
 
-Ingest and compaction queue rows for embedding (``brain.vectors``); this loop
+Ingest and compaction queue rows for embedding (``brain.vectors.index``); this loop
 drains the queue in batches with ``Brain.embed_pending``. ``request()`` after a
 write wakes it; it also looks every ``every_s`` seconds, so a queue left by a
 previous process (or another process) is drained too. Like compaction, it

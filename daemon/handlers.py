@@ -28,11 +28,11 @@ from daemon.context import Context
 # not load the assembler, search or the graph (see "Lazy imports" in
 # docs/architecture.md). Params types are only annotations here.
 if TYPE_CHECKING:
-    from brain.compaction import CompactionReport
     from brain.config import RecallMode
-    from brain.content import MessageIn
+    from brain.lcm.compaction import CompactionReport
+    from brain.lcm.content import MessageIn
     from brain.progress import Progress
-    from brain.search import Mode, Scope
+    from brain.recall.search import Mode, Scope
     from protocol.methods import (
         AssembleParams,
         BootstrapParams,
@@ -109,7 +109,7 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
         batch=not params.single,
         create=not granted.current.get(),
     )
-    from brain.budgets import sizes
+    from brain.lcm.budgets import sizes
 
     compaction = ctx.brain.config.compaction
     # All raw history (tail included) over the session's threshold: maybe work to do.
@@ -128,7 +128,7 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
 
 async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
     """The model-ready context for a session under a token budget."""
-    from brain.assemble import AssembleOptions
+    from brain.lcm.assemble import AssembleOptions
 
     options = AssembleOptions(
         budget=params.budget,
@@ -228,7 +228,7 @@ async def expand_query(ctx: Context, params: ExpandQueryParams) -> dict[str, Any
 
 async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
     """Messages and summaries (or payload files) matching a regex or free text, best first."""
-    from brain.search import GrepOptions
+    from brain.recall.search import GrepOptions
 
     options = GrepOptions(
         query=params.query,
@@ -279,7 +279,7 @@ _GREP_MODES: dict[str, Mode] = {
 
 async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
     """Retrieve from the learned graph: fired nodes, the context block, the trace id."""
-    from brain.traverse import TraverseOptions
+    from brain.graph.traverse import TraverseOptions
 
     options = TraverseOptions(
         top_k=params.top_k,
@@ -311,7 +311,7 @@ async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
 async def teach(ctx: Context, params: TeachParams) -> dict[str, Any]:
     """Add a node; a correction with a chat also corrects that chat's latest trace."""
     from brain.engine import teach_text
-    from brain.graph import NewNode
+    from brain.graph.nodes import NewNode
 
     node = NewNode(
         kind=params.kind,  # type: ignore[arg-type]  # validated against TEACH_KINDS
@@ -407,7 +407,7 @@ def _workspace_lane(params: Any) -> str | None:
 
 async def maintain(ctx: Context, params: MaintainParams) -> dict[str, Any]:
     """The graph's slow loop, in a worker thread (ping is answered meanwhile)."""
-    from brain.maintain import MaintainOptions  # numpy: loaded when maintenance runs
+    from brain.graph.maintain import MaintainOptions  # numpy: loaded when maintenance runs
 
     options = MaintainOptions(**dict(params.knobs))  # type: ignore[arg-type]
     report = await ctx.db(
@@ -518,7 +518,7 @@ async def shutdown(ctx: Context, params: NoParams) -> dict[str, Any]:
 
 
 def _message_in(m: Message) -> MessageIn:
-    from brain.content import MessageIn
+    from brain.lcm.content import MessageIn
 
     return MessageIn(
         role=m.role,

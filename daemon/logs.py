@@ -2,7 +2,7 @@
 
 Every line goes through one stdlib ``logging`` handler on stderr, rendered by
 structlog: the daemon's own events, the lines libraries log through the
-standard ``logging`` module (httpx requests, ``brain.llm`` retries, asyncio),
+standard ``logging`` module (httpx requests, ``brain.providers.llm`` retries, asyncio),
 Python warnings and uncaught exceptions in threads. So ``--log-format json``
 makes every stderr line one JSON object, and one lock orders the writes of
 every thread.

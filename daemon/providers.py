@@ -10,7 +10,7 @@ At the deadline the request stops waiting and gets
 :class:`~brain.errors.ProviderError` (what a failed provider gives; handlers
 turn it into their documented fallback or -32007). The worker thread is
 abandoned, not killed (a thread cannot be): the engine bounds each provider
-call by the same deadline (``deadline_s`` of ``brain.llm.LLMConfig`` and
+call by the same deadline (``deadline_s`` of ``brain.providers.llm.LLMConfig`` and
 ``OpenAIEmbedderConfig``), so the thread ends about when the request gave up.
 Its limiter slot is freed at once, so ``concurrency`` bounds the requests
 waiting on a provider, and the threads alive only briefly exceed it.

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.to_thread
 
-from brain.embedders import (
+from brain.engine import Brain
+from brain.errors import BrainError
+from brain.vectors.embedders import (
     Embedder,
     HashEmbedder,
     OnnxEmbedder,
@@ -23,8 +25,6 @@ from brain.embedders import (
     OpenAIEmbedderConfig,
     default_embedder,
 )
-from brain.engine import Brain
-from brain.errors import BrainError
 from daemon.config import DaemonConfig
 from daemon.context import Context
 from daemon.logs import log
@@ -116,7 +116,7 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
     embedder = make_embedder(config)
     summarizer = None
     if config.llm_base_url and config.llm_model:
-        from brain.llm import ChatClient, LLMConfig, LLMSummarizer
+        from brain.providers.llm import ChatClient, LLMConfig, LLMSummarizer
 
         client = ChatClient(
             LLMConfig(

@@ -742,7 +742,7 @@ class RevokeParams:
 
 
 MAINTAIN_TASKS: Final = ("health", "decay", "merge", "prune", "connect", "scale")
-"""The slow loop's tasks in the order they run (``brain.maintain.TASKS``)."""
+"""The slow loop's tasks in the order they run (``brain.graph.maintain.TASKS``)."""
 _MAINTAIN_RATIOS: Final = ("merge_similarity", "prune_below", "connect_similarity")
 _MAINTAIN_POSITIVE: Final = ("half_life_days", "orphan_days", "scale_budget")
 _MAINTAIN_COUNTS: Final = ("cofire_traces", "connect_k")

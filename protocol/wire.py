@@ -4,7 +4,7 @@ A request is ``{"id": str|int|null, "method": str, "params": object}``; without
 an ``id`` member it is a notification and gets no response. ``"jsonrpc":
 "2.0"`` is accepted and echoed. A request (or notification) may carry a grant
 as a top-level ``"grant": "grt_..."`` member: it then runs only within that
-grant (see ``brain.grants``). ``parse_request`` never raises: it returns a
+grant (see ``brain.ops.grants``). ``parse_request`` never raises: it returns a
 ``Request`` or a ``Rejected`` carrying the error and whatever id it could read,
 so the caller can always answer.
 """

@@ -26,7 +26,7 @@ benchmark is named in ``--only``: each run then takes about a minute for
 conversation, full_text, semantic and hybrid scoped and unscoped) on a database
 of ``--grep-messages`` messages (default 10,000; e.g. ``10000,100000,1000000``:
 1M takes about 6 minutes per run), every message embedded first. ``vectors``
-times top-10 over StaticEmbedder vectors exact vs IVF (``brain.ann``) at
+times top-10 over StaticEmbedder vectors exact vs IVF (``brain.vectors.ann``) at
 ``--vector-rows`` (default 100,000 and 1,000,000), with IVF build time and
 recall@10 against exact.
 
@@ -90,8 +90,8 @@ import apsw
 import orjson
 
 from brain import Brain, MessageIn, __version__
-from brain.assemble import AssembleOptions
 from brain.config import BrainConfig, CompactionConfig
+from brain.lcm.assemble import AssembleOptions
 from protocol.client import Client, daemon_command
 
 SEED: Final = 20240501
@@ -806,7 +806,7 @@ def _file_check_params(s: Settings) -> dict[str, Any]:
 def bench_file_check(shared: Shared, work: Path) -> Metrics:
     """The database-file identity check (one ``stat``) every write makes before it commits,
     next to the commit it guards (a one-row transaction, synchronous FULL)."""
-    from brain.store import open_store
+    from brain.store.connection import open_store
 
     params = _file_check_params(shared.settings)
     store = open_store(work / "bench.db")
@@ -1219,7 +1219,7 @@ def _build_grep_db(brain: Brain, count: int) -> tuple[float, float]:
 
 def bench_grep(shared: Shared, work: Path) -> Metrics:
     """``Brain.grep`` p50/p95 per mode at each size, scoped to one conversation and not."""
-    from brain.search import GrepOptions
+    from brain.recall.search import GrepOptions
 
     out: Metrics = {}
     queries = _grep_queries(SEED + 21)
@@ -1287,7 +1287,7 @@ def _vector_sizes(s: Settings) -> list[int]:
 
 
 def _vectors_params(s: Settings) -> dict[str, Any]:
-    from brain.embedders import StaticEmbedder
+    from brain.vectors.embedders import StaticEmbedder
 
     return {
         "rows": _vector_sizes(s),
@@ -1296,7 +1296,7 @@ def _vectors_params(s: Settings) -> dict[str, Any]:
         "k": 10,
         "queries": VECTOR_QUERIES,
         "exact": "matrix @ query, then argpartition",
-        "ivf": "brain.ann.IVF, sqrt(n) lists, default_nprobe",
+        "ivf": "brain.vectors.ann.IVF, sqrt(n) lists, default_nprobe",
         "note": "sizes via --vector-rows (default 100000,1000000)",
     }
 
@@ -1304,7 +1304,7 @@ def _vectors_params(s: Settings) -> dict[str, Any]:
 def _embedded(count: int) -> Any:
     """``count`` StaticEmbedder vectors of generated chat turns (cached per invocation)."""
     if count not in _VECTOR_CACHE:
-        from brain.embedders import StaticEmbedder
+        from brain.vectors.embedders import StaticEmbedder
 
         print(f"  vectors: embedding {count} texts", file=sys.stderr)
         _VECTOR_CACHE[count] = StaticEmbedder(batch_size=8_192).embed(
@@ -1317,8 +1317,8 @@ def bench_vectors(shared: Shared, work: Path) -> Metrics:
     """Top-10 latency exact vs IVF at each size, IVF build time and recall@10 vs exact."""
     import numpy as np
 
-    from brain.ann import IVF, default_nprobe, top_k
-    from brain.embedders import StaticEmbedder
+    from brain.vectors.ann import IVF, default_nprobe, top_k
+    from brain.vectors.embedders import StaticEmbedder
 
     del work
     out: Metrics = {}
@@ -1430,8 +1430,8 @@ def _timed_ms(call: Callable[..., object], *args: Any, **kwargs: Any) -> float:
 
 def bench_graph(shared: Shared, work: Path) -> Metrics:
     """The learned retrieval graph through ``Brain`` at each size: build, query, writes."""
-    from brain.graph import NewNode
-    from brain.traverse import TraverseOptions
+    from brain.graph.nodes import NewNode
+    from brain.graph.traverse import TraverseOptions
 
     out: Metrics = {}
     for size in _graph_sizes(shared.settings):
@@ -1566,7 +1566,7 @@ def _maintain_params(s: Settings) -> dict[str, Any]:
 def _build_maintain_graph(db: Path, nodes: int, seed: int) -> None:
     """Nodes and edges written with SQL in a few transactions (fast), plus a session."""
     from brain import open_store
-    from brain.graph import NewNode, insert_node
+    from brain.graph.nodes import NewNode, insert_node
 
     rng = random.Random(seed)
     now = time.time()

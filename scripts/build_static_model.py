@@ -12,7 +12,7 @@ built, the sha256 of the package's ``model.safetensors`` is checked against upst
 The static model is distilled with model2vec's ``distill`` (vocabulary = the model's own
 WordPiece vocabulary, PCA to ``PCA_DIMS`` dimensions, SIF weighting), so at run time an
 embedding is just the mean of token rows: only numpy and tokenizers are needed
-(``brain/embedders.py``). To keep the shipped artifact a few MB, the matrix is stored as
+(``brain/vectors/embedders.py``). To keep the shipped artifact a few MB, the matrix is stored as
 int8 with one float32 scale per row (symmetric per-row quantisation).
 
 This script runs in a throwaway build environment, never in brain's own venv::

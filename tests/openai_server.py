@@ -39,7 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from brain.embedders import Embedder
+from brain.vectors.embedders import Embedder
 
 
 class Clock:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from brain import Brain, BrainConfig, Store, open_store
-from tests.brain.lcm import SMALL_BRAIN
+from tests.brain.lcm.helpers import SMALL_BRAIN
 from tests.openai_server import Clock, OpenAIServer
 
 

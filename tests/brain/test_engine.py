@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, example, given, settings
 
 import brain
 from brain import Brain, BrainConfig, MessageIn, NotFound, open_store
-from brain.content import FILE_MARKER, new_file_id
-from brain.files import write_file
-from brain.schema import SCHEMA_VERSION
+from brain.lcm.content import FILE_MARKER, new_file_id
+from brain.payloads.files import write_file
+from brain.store.schema import SCHEMA_VERSION
 from tests.brain.strategies import as_sent, conversations
 
 _sessions = itertools.count()
@@ -320,7 +320,7 @@ def test_brain_exports_exactly_its_public_names() -> None:
 
 def test_importing_brain_loads_neither_the_daemon_nor_an_event_loop_library() -> None:
     code = (
-        "import sys, brain, brain.engine, brain.ingest, brain.files\n"
+        "import sys, brain, brain.engine, brain.lcm.ingest, brain.payloads.files\n"
         "top = {m.split('.')[0] for m in sys.modules}\n"
         "print(','.join(sorted(top & {'anyio', 'daemon', 'protocol'})))"
     )

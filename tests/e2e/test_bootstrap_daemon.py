@@ -9,9 +9,9 @@ from typing import Any
 
 import orjson
 
-from brain import content
+from brain.lcm import content
 from protocol import errors, methods
-from tests.brain.test_bootstrap import ACTIVE, BRANCH_A, BRANCH_B, TRUNK
+from tests.brain.lcm.test_bootstrap import ACTIVE, BRANCH_A, BRANCH_B, TRUNK
 from tests.e2e.conftest import (
     BRAIN,
     DEADLINE,

@@ -13,7 +13,7 @@ import apsw
 import orjson
 
 from brain import Brain
-from tests.brain.lcm import SMALL_BRAIN, chat
+from tests.brain.lcm.helpers import SMALL_BRAIN, chat
 from tests.e2e.conftest import (
     BRAIN,
     DEADLINE,

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from brain.embedders import HashEmbedder
+from brain.vectors.embedders import HashEmbedder
 from protocol import Client
 from protocol.errors import Conflict
 from tests.e2e.conftest import BRAIN, DEADLINE, create_db

@@ -21,7 +21,7 @@ import pytest
 
 from protocol.client import Client
 from protocol.errors import NotFound
-from tests.brain.lcm import assert_anthropic_pairs, assert_openai_pairs, output_texts
+from tests.brain.lcm.helpers import assert_anthropic_pairs, assert_openai_pairs, output_texts
 from tests.e2e.conftest import DEADLINE
 
 MESSAGES = 3_000

@@ -11,7 +11,7 @@ import apsw
 import orjson
 
 from brain import Brain, BrainConfig
-from tests.brain.lcm import chat
+from tests.brain.lcm.helpers import chat
 from tests.e2e.conftest import DEADLINE, Daemon, Spawn, serve_argv
 from tests.openai_server import OpenAIServer, Reply
 

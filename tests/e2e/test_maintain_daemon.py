@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from brain import open_store
-from brain.graph import NewNode, insert_node
+from brain.graph.nodes import NewNode, insert_node
 from protocol.framing import encode_frame
 from tests.e2e.conftest import (
     BRAIN,

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from brain.embedders import HashEmbedder
+from brain.vectors.embedders import HashEmbedder
 from tests.e2e.conftest import (
     BRAIN,
     DEADLINE,

@@ -1,0 +1,216 @@
+"""The context list: which messages and summaries a conversation's model sees, in order.
+
+Rows of ``context_items`` are keyed by the first message seq they cover. Every
+message is covered by exactly one item: itself while raw, or the summary
+whose range contains it. Compaction replaces a contiguous run of items by one
+summary item at the run's first position; no other row moves.
+
+The *fresh tail* is the protected end of the list: the newest
+``fresh_tail_count`` messages, stretched back to the newest user message and
+to the call of any tool result inside it, and never into a summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from brain.errors import NotFound
+from brain.store.connection import Store
+
+_TAIL_PAIRING_ROUNDS: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """The counters a conversation carries (read in one query)."""
+
+    id: int
+    session: str
+    session_key: str | None
+    context_tokens: int
+    raw_tokens: int
+    context_version: int
+    compaction_epoch: int
+    flush_epoch: int
+    suppress_epoch: int
+    max_seq: int
+    budget: int | None = None
+    """The budget the session follows (``brain.lcm.budgets``; None: never assembled)."""
+    budget_seq: int | None = None
+    """``max_seq`` when ``budget`` was set."""
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One context item: a raw message (``message_id``) or a summary (``summary_id``)."""
+
+    pos: int
+    message_id: int | None
+    summary_id: int | None
+    depth: int | None
+    token_count: int
+
+    @property
+    def is_message(self) -> bool:
+        """True for a raw message item."""
+        return self.message_id is not None
+
+
+_CONVERSATION: Final = (
+    "SELECT c.id, c.session_id, c.session_key, c.context_tokens, c.raw_tokens, "
+    "c.context_version, c.compaction_epoch, c.flush_epoch, c.suppress_epoch, "
+    "(SELECT coalesce(max(seq), 0) FROM messages m WHERE m.conversation_id = c.id), "
+    "c.assemble_budget, c.assemble_budget_seq "
+    "FROM conversations c "
+)
+
+
+def conversation(store: Store, session: str) -> Conversation:
+    """The conversation of a session; ``NotFound`` if it has none."""
+    row = store.one(_CONVERSATION + "WHERE c.session_id = ?", (session,))
+    if row is None:
+        raise NotFound(f"no session {session!r}", session=session)
+    return Conversation(*row)
+
+
+def conversation_by_id(store: Store, conversation_id: int) -> Conversation:
+    """The conversation with this row id (one query: compaction asks on every pass)."""
+    row = store.one(_CONVERSATION + "WHERE c.id = ?", (conversation_id,))
+    if row is None:
+        raise NotFound(f"no conversation {conversation_id}")
+    return Conversation(*row)
+
+
+def items(store: Store, conversation_id: int, after_pos: int = 0) -> list[Item]:
+    """The visible context items with ``pos > after_pos``, in order (suppressed ones left out)."""
+    return [
+        Item(*row)
+        for row in store.execute(
+            "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count "
+            "FROM context_items c LEFT JOIN messages m ON m.id = c.message_id "
+            "LEFT JOIN summaries s ON s.id = c.summary_id "
+            "WHERE c.conversation_id = ? AND c.pos > ? "
+            "AND m.suppressed_at IS NULL AND s.suppressed_at IS NULL ORDER BY c.pos",
+            (conversation_id, after_pos),
+        )
+    ]
+
+
+def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
+    """The first message seq of the protected fresh tail (``max_seq + 1`` when empty).
+
+    The newest ``fresh_tail_count`` messages, stretched back so that the newest
+    user message (one that is not only tool results) and the calls of every
+    tool result in the tail are in it, then moved forward past any summary
+    (the tail holds raw messages only).
+    """
+    if conv.max_seq == 0:
+        return 1
+    start = max(1, conv.max_seq - max(fresh_tail_count, 1) + 1)
+    # The newest message from the user, not an Anthropic-shaped tool result
+    # (a user message holding only tool_result blocks): in a long tool loop
+    # those would keep the user's actual request out of the tail.
+    newest_user = store.scalar(
+        "SELECT seq FROM messages m WHERE conversation_id = ? AND role = 'user' "
+        "AND (NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = m.id) "
+        "OR EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = m.id "
+        "AND p.kind <> 'tool_result')) "
+        "ORDER BY seq DESC LIMIT 1",
+        (conv.id,),
+    )
+    if newest_user is not None:
+        start = min(start, int(newest_user))
+    for _ in range(_TAIL_PAIRING_ROUNDS):
+        earliest_call = _earliest_call_of_results(store, conv.id, start)
+        if earliest_call is None or earliest_call >= start:
+            break
+        start = earliest_call
+    # The tail holds raw messages only: it begins after every summary reaching
+    # into it (not just the one holding ``start``: a late tool result can pull
+    # ``start`` back over several summaries).
+    # Only summaries in the context list matter (a folded one lies inside one
+    # of them), and only items from the one holding ``start`` on: primary-key
+    # searches, not a scan of every summary the conversation ever had.
+    covered = store.scalar(
+        "SELECT max(s.last_seq) FROM context_items c JOIN summaries s ON s.id = c.summary_id "
+        "WHERE c.conversation_id = ? AND c.pos >= coalesce((SELECT max(pos) FROM context_items "
+        "WHERE conversation_id = ? AND pos <= ?), 0) AND s.last_seq >= ?",
+        (conv.id, conv.id, start, start),
+    )
+    if covered is not None:
+        start = int(covered) + 1
+    return start
+
+
+def _earliest_call_of_results(store: Store, conversation_id: int, from_seq: int) -> int | None:
+    """Seq of the earliest message holding a call answered by a result at ``seq >= from_seq``.
+
+    A result answers the latest call of its id at or before it: some model
+    servers number calls afresh in every response (``call_0``), and matching
+    every call of the id would stretch the tail back to the first of them.
+    """
+    # CROSS JOIN fixes the loop order (SQLite plans it left to right): start from
+    # the few tail messages, not from every message of the conversation.
+    value = store.scalar(
+        "SELECT min((SELECT max(cm.seq) FROM message_parts cp "
+        "CROSS JOIN messages cm ON cm.id = cp.message_id "
+        "WHERE cp.tool_call_id = rp.tool_call_id AND cp.kind = 'tool_call' "
+        "AND cm.conversation_id = rm.conversation_id AND cm.seq <= rm.seq)) "
+        "FROM messages rm CROSS JOIN message_parts rp ON rp.message_id = rm.id "
+        "WHERE rm.conversation_id = ? AND rm.seq >= ? AND rp.kind = 'tool_result' "
+        "AND rp.tool_call_id IS NOT NULL",
+        (conversation_id, from_seq),
+    )
+    return None if value is None else int(value)
+
+
+def replace_run(
+    store: Store,
+    conv_id: int,
+    first_pos: int,
+    last_pos: int,
+    expected: list[Item],
+    summary_row_id: int,
+    depth: int,
+    token_count: int,
+) -> bool:
+    """Replace the items in ``[first_pos, last_pos]`` by one summary item, if unchanged.
+
+    Must run inside a transaction. Returns False (and changes nothing) when
+    the items there are no longer exactly ``expected`` (someone else compacted).
+    Keeps the conversation's running totals and versions in step.
+    """
+    current = [
+        Item(*row)
+        for row in store.execute(
+            "SELECT pos, message_id, summary_id, depth, token_count FROM context_items "
+            "WHERE conversation_id = ? AND pos BETWEEN ? AND ? ORDER BY pos",
+            (conv_id, first_pos, last_pos),
+        )
+    ]
+    if current != expected:
+        return False
+    old_tokens = sum(i.token_count for i in current)
+    old_raw = sum(i.token_count for i in current if i.is_message)
+    store.execute(
+        "DELETE FROM context_items WHERE conversation_id = ? AND pos BETWEEN ? AND ?",
+        (conv_id, first_pos, last_pos),
+    )
+    store.execute(
+        "INSERT INTO context_items (conversation_id, pos, summary_id, depth, token_count) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (conv_id, first_pos, summary_row_id, depth, token_count),
+    )
+    store.execute(
+        "UPDATE conversations SET context_tokens = context_tokens + ?, "
+        "raw_tokens = raw_tokens - ?, context_version = context_version + 1, "
+        "compaction_epoch = compaction_epoch + 1 WHERE id = ?",
+        (token_count - old_tokens, old_raw, conv_id),
+    )
+    return True
+
+
+def mark_flushed(store: Store, conv_id: int, epoch: int) -> None:
+    """Record that a memory flush was recommended in this compaction epoch."""
+    store.execute("UPDATE conversations SET flush_epoch = ? WHERE id = ?", (epoch, conv_id))

@@ -1,0 +1,1 @@
+"""Operations: grants (delegated expansion) and ``brain doctor``."""

@@ -1,0 +1,1 @@
+"""Providers: the resilient HTTP poster and the OpenAI-compatible chat client."""

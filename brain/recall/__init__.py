@@ -1,0 +1,1 @@
+"""Recall: ``grep`` over messages, summaries and payload files, and ``expand_query``."""
