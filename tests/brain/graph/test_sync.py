@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from brain import Brain
 from brain.errors import InvalidInput
-from brain.graph.nodes import EdgeWrite, bump_epoch, write_edges
 from brain.graph import sync as sync_module
+from brain.graph.nodes import EdgeWrite, bump_epoch, write_edges
 from brain.graph.sync import SEQUENCE_WEIGHT, SyncReport, chunk_markdown, split_lines
 
 MEMORY = """\
