@@ -25,6 +25,7 @@ from brain.errors import (
     NotFound,
     PayloadMissing,
     ProviderError,
+    StoreBusy,
 )
 from brain.progress import Progress, ignore
 from brain.store.connection import Store, open_store
@@ -129,6 +130,7 @@ class Brain:
         self.may_switch_embedder = may_switch_embedder
         self.path = self._store.path
         self._sweep_stray_files()
+        self._index_pending_files(self._store)
         # Built on first use (``_parts``): most processes never compact, assemble or
         # query, and ``info`` needs none of them.
         self._summarizer = summarizer
@@ -1177,6 +1179,7 @@ class Brain:
                     f"cannot reload: database {self.path.name} is no longer there (moved or "
                     "deleted); the database opened before keeps serving"
                 ) from exc
+            self._index_pending_files(store)
             old, self._store = self._store, store
             with contextlib.suppress(Exception):
                 old.close()
@@ -1206,6 +1209,24 @@ class Brain:
                 else:
                     self._store.checkpoint(truncate=True)
             self._store.close()
+
+    @staticmethod
+    def _index_pending_files(store: Store) -> None:
+        """Make payloads stored before schema v8 searchable (``brain.payloads.filetext``).
+
+        The engine's own step when it opens a database to write, not ``open_store``'s:
+        opening a store only to read (``brain doctor``'s checks) writes nothing. Busy:
+        another process holds the write lock (perhaps indexing them); what is left is
+        picked up by the next open.
+        """
+        from brain.payloads.filetext import index_pending
+
+        try:
+            with contextlib.suppress(StoreBusy):
+                index_pending(store)
+        except BaseException:
+            store.close()
+            raise
 
     def _sweep_stray_files(self) -> None:
         """Remove payload files left by a write that never committed (a killed process)."""

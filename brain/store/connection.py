@@ -24,7 +24,6 @@ import apsw
 
 from brain.config import BrainConfig
 from brain.errors import DatabaseFileLost, DatabaseMissing, StorageError, StoreBusy
-from brain.payloads.filetext import index_pending
 from brain.store.schema import migrate
 
 Tracer = Callable[[str, Any], None]
@@ -395,13 +394,4 @@ def open_store(
     except OSError as exc:  # gone again since it was opened
         conn.close()
         raise StorageError(f"cannot open database {db_path}: {exc}") from exc
-    try:
-        # Payloads stored before schema v8 become searchable (see brain.payloads.filetext).
-        # Busy: another process holds the write lock (perhaps indexing them);
-        # what is left is picked up by the next open.
-        with contextlib.suppress(StoreBusy):
-            index_pending(store)
-    except BaseException:
-        store.close()
-        raise
     return store

@@ -401,3 +401,17 @@ def test_the_recheck_after_a_repair_is_not_fooled_by_writes_made_meanwhile(
     assert _problems(report) == {}
     assert report.check("context").repaired
     assert doctor(db, CONFIG, deep=True).ok
+
+
+def test_a_check_without_repair_writes_nothing_not_even_queued_payload_indexing(
+    db: Path, sql: apsw.Connection
+) -> None:
+    sql.execute("UPDATE files_index SET state = 'pending'")
+    queued = sql.execute("SELECT count(*) FROM files_index WHERE state = 'pending'").fetchone()
+    version = sql.execute("PRAGMA data_version").fetchone()
+    doctor(db, CONFIG)
+    # data_version moves when any other connection commits to the database
+    assert sql.execute("PRAGMA data_version").fetchone() == version
+    assert (
+        sql.execute("SELECT count(*) FROM files_index WHERE state = 'pending'").fetchone() == queued
+    )

@@ -10,9 +10,11 @@ import apsw
 import pytest
 
 from brain import (
+    Brain,
     BrainConfig,
     DatabaseFileLost,
     DatabaseMissing,
+    MessageIn,
     StorageError,
     Store,
     StoreBusy,
@@ -442,3 +444,20 @@ def test_checkpoint_moves_every_wal_frame_into_the_database(store: Store) -> Non
     frames, done = store.checkpoint()
     assert frames > 0
     assert done == frames
+
+
+def test_opening_a_store_leaves_payloads_queued_for_indexing_to_the_engine(db_path: Path) -> None:
+    brain = Brain(db_path, BrainConfig(large_payload_tokens=100))
+    brain.ingest("s", [MessageIn("tool", "zanzibarite " * 200, client_id="t", tool_call_id="c")])
+    brain.store.execute("UPDATE files_index SET state = 'pending'")
+    brain.close()
+    store = open_store(db_path, create=False)
+    try:
+        assert store.scalar("SELECT state FROM files_index") == "pending"
+    finally:
+        store.close()
+    again = Brain(db_path, BrainConfig(large_payload_tokens=100))
+    try:
+        assert again.store.scalar("SELECT state FROM files_index") == "text"
+    finally:
+        again.close()
