@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from brain.graph.maintain import Health, MaintainOptions, MaintainReport
     from brain.graph.nodes import Graph, NewNode
     from brain.graph.retrieval import LearnResult, QueryResult, TeachResult
-    from brain.graph.sync import SyncReport
+    from brain.graph.sync import SyncIndexed, SyncReport
     from brain.graph.traverse import TraverseOptions
     from brain.lcm.assemble import Assembled, AssembleOptions, Assembler
     from brain.lcm.bootstrap import BootstrapReport, OnFork, ProgressFn
@@ -52,8 +52,9 @@ if TYPE_CHECKING:
     from brain.lcm.suppress import SuppressResult
     from brain.ops.grants import Grant, Reach
     from brain.providers.llm import ChatClient
+    from brain.recall.expand import Draft
     from brain.recall.search import GrepOptions, Hit, Nearest
-    from brain.results import Draft, EmbeddedQuery, SaveResult, SyncIndexed
+    from brain.results import EmbeddedQuery, SaveResult
     from brain.vectors.embedders import Embedder
     from brain.vectors.index import VectorIndex
 
@@ -466,13 +467,13 @@ class Brain:
         """
         from brain.graph.sync import (
             CHUNK_CHARS,
+            SyncIndexed,
             SyncReport,
             read_workspace,
             remove_missing,
             sync_file,
             workspace_nodes,
         )
-        from brain.results import SyncIndexed
 
         started = time.perf_counter()
         chars = CHUNK_CHARS if max_chars is None else max_chars
@@ -688,7 +689,7 @@ class Brain:
 
     def get_message(self, session: str, message_id: str) -> dict[str, Any]:
         """The message exactly as the client sent it (payload files read back)."""
-        from brain.lcm.ingest import generated_row_id
+        from brain.lcm.ids import generated_row_id
 
         with self._lock:
             store = self._store
@@ -855,8 +856,7 @@ class Brain:
         max_tokens: int = 2_000,
     ) -> Draft:
         """``expand_query``'s database part: the passages, and the extractive answer over them."""
-        from brain.recall.expand import extract, gather
-        from brain.results import Draft
+        from brain.recall.expand import Draft, extract, gather
 
         with self._lock:
             gathered = gather(

@@ -1,22 +1,19 @@
-"""The small values engine calls hand back: a save's result, and what a call split
-into stages (the daemon waits on a provider apart from database work) hands from
-one stage to the next.
+"""The small values engine calls hand back: a save's result, and a query embedded ahead
+of the database work (a call split into stages: the daemon waits on a provider apart
+from database work). The values a sync or an ``expand_query`` hands from one stage to
+the next live beside them (``brain.graph.sync.SyncIndexed``, ``brain.recall.expand.Draft``).
 
 Kept apart from ``brain.engine`` so that opening a database builds none of them.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-    from brain.graph.sync import SyncReport
-    from brain.recall.expand import Gathered
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,27 +37,3 @@ class EmbeddedQuery:
     text: str
     vector: npt.NDArray[np.float32]
     ms: float
-
-
-@dataclass(frozen=True, slots=True)
-class SyncIndexed:
-    """A sync before embedding: its report so far, the nodes it added, when it started."""
-
-    indexed: SyncReport
-    new_rows: tuple[int, ...]
-    started: float
-
-    def report(self, embedded: int) -> SyncReport:
-        """The sync's report once ``embedded`` of the new nodes got their vectors."""
-        took_ms = round((time.perf_counter() - self.started) * 1000, 3)
-        pending = len(self.new_rows) - embedded
-        return replace(self.indexed, embedded=embedded, pending=pending, took_ms=took_ms)
-
-
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """``expand_query`` before the model: what the database gave, and the extractive answer."""
-
-    gathered: Gathered
-    extractive: dict[str, Any]
-    max_tokens: int

@@ -116,7 +116,8 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
     embedder = make_embedder(config)
     summarizer = None
     if config.llm_base_url and config.llm_model:
-        from brain.providers.llm import ChatClient, LLMConfig, LLMSummarizer
+        from brain.lcm.llm_summarizer import LLMSummarizer
+        from brain.providers.llm import ChatClient, LLMConfig
 
         client = ChatClient(
             LLMConfig(

@@ -36,8 +36,9 @@ import hashlib
 import itertools
 import os
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -658,3 +659,18 @@ class SyncReport:
     took_ms: float
     refused: tuple[Refusal, ...] = ()
     """Files listed but not read (``{path, reason}``, reasons in ``REFUSALS``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncIndexed:
+    """A sync before embedding: its report so far, the nodes it added, when it started."""
+
+    indexed: SyncReport
+    new_rows: tuple[int, ...]
+    started: float
+
+    def report(self, embedded: int) -> SyncReport:
+        """The sync's report once ``embedded`` of the new nodes got their vectors."""
+        took_ms = round((time.perf_counter() - self.started) * 1000, 3)
+        pending = len(self.new_rows) - embedded
+        return replace(self.indexed, embedded=embedded, pending=pending, took_ms=took_ms)

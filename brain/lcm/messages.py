@@ -14,7 +14,7 @@ from typing import Any, Final
 import orjson
 
 from brain.lcm.content import SPEAKER_ROLES
-from brain.lcm.ingest import generated_row_id, public_message_id
+from brain.lcm.ids import generated_row_id, public_message_id
 from brain.store.connection import Store
 
 

@@ -26,7 +26,7 @@ from typing import Final
 import orjson
 
 from brain.lcm.dag import child_ids, load_summaries, summary_cost
-from brain.lcm.ingest import generated_row_id
+from brain.lcm.ids import generated_row_id
 from brain.lcm.messages import find_messages
 from brain.store.connection import Store
 

@@ -27,7 +27,7 @@ import orjson
 
 from brain.errors import NotFound, ProviderError
 from brain.lcm.dag import Summary, children, source_message_ids, summary_by_id
-from brain.lcm.ingest import GENERATED_ID
+from brain.lcm.ids import GENERATED_ID
 from brain.lcm.messages import load_messages, speaker, with_speaker
 from brain.recall.search import STOP_WORDS, GrepOptions, grep
 from brain.store.connection import Store
@@ -367,3 +367,12 @@ def _synthesis_prompt(prompt: str, passages: str, max_tokens: int) -> list[dict[
     )
     user = f"Question:\n{prompt}\n\nPassages:\n<passages>\n{passages}\n</passages>"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """``expand_query`` before the model: what the database gave, and the extractive answer."""
+
+    gathered: Gathered
+    extractive: dict[str, Any]
+    max_tokens: int

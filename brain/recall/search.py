@@ -38,7 +38,7 @@ import orjson
 import regex
 
 from brain.errors import InvalidInput, NotFound, StorageError
-from brain.lcm.ingest import public_message_id
+from brain.lcm.ids import public_message_id
 from brain.payloads.filetext import INDEX_BYTES, read_head, text_chunks
 from brain.store.connection import Store
 from brain.tokens import cjk_run

@@ -17,7 +17,7 @@ before it is loaded; the tokenizer is upstream's, shipped in ``brain/models/mini
 
 ``OpenAIEmbedder`` is the one that does not run offline: it asks an OpenAI-compatible
 ``POST {base_url}/embeddings`` endpoint (Ollama, vLLM, TEI, OpenAI), with the retries,
-backoff and circuit breaker of :mod:`brain.providers.llm`.
+backoff and circuit breaker of :mod:`brain.providers.http`.
 
 All of them return ``float32`` arrays of shape ``(len(texts), dim)`` with unit-length rows, except
 that a text with no usable token (empty, whitespace only, or only unknown tokens such as a
@@ -283,7 +283,7 @@ class OpenAIEmbedder:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        from brain.providers.llm import ResilientPoster  # httpx only for those who use a provider
+        from brain.providers.http import ResilientPoster  # httpx only for those who use a provider
 
         self.config = config
         self.name = f"openai:{config.model}"
@@ -347,7 +347,7 @@ class OpenAIEmbedder:
         """The ``count`` vectors of an answer body in input order; learns or checks ``dim``."""
         import numpy as np
 
-        from brain.providers.llm import MalformedResponse
+        from brain.providers.http import MalformedResponse
 
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list) or len(data) != count:

@@ -21,7 +21,7 @@ from brain.config import CompactionConfig
 from brain.lcm.assemble import Assembled
 from brain.lcm.context import conversation, tail_start
 from brain.lcm.dag import load_summaries, summary_cost
-from brain.lcm.ingest import public_message_id
+from brain.lcm.ids import public_message_id
 from brain.tokens import message_cost
 from tests.brain.strategies import WORDS
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brain import Conflict, InvalidInput, MessageIn, Store
-from brain.lcm.ingest import MAX_SESSION_LEN, generated_row_id, ingest
+from brain.lcm.ingest import MAX_SESSION_LEN, ingest
 from brain.payloads.files import FILE_ID_RE
 from tests.brain.strategies import conversations
 
@@ -468,13 +468,3 @@ def test_a_client_id_shaped_like_a_generated_id_is_refused(store: Store) -> None
     assert caught.value.field == "messages[1].id"
     assert store.scalar("SELECT count(*) FROM messages") == 1
     assert ingest(store, "s", [MessageIn("user", "x", client_id="msg_one")]).ingested == 1
-
-
-def test_a_generated_id_past_the_rowid_range_is_invalid_input_whatever_its_length() -> None:
-    assert generated_row_id("msg_9223372036854775807", "id") == 2**63 - 1
-    assert generated_row_id("msg_007", "id") == 7
-    assert generated_row_id("m7", "id") is None
-    for big in ("msg_9223372036854775808", "msg_" + "9" * 5_000):  # int() refuses 4,300+ digits
-        with pytest.raises(InvalidInput) as err:
-            generated_row_id(big, "ids[2]")
-        assert err.value.field == "ids[2]"

@@ -14,7 +14,7 @@ import pytest
 import brain.ops.doctor as doctor_module
 from brain import Brain, MessageIn, StorageError
 from brain.graph.nodes import NewNode
-from brain.lcm.ingest import public_message_id
+from brain.lcm.ids import public_message_id
 from brain.ops.doctor import CHECKS, DoctorReport, doctor
 from brain.recall.search import GrepOptions
 from brain.store.connection import Store, files_dir_for

@@ -1,5 +1,5 @@
-"""brain.providers.llm against a real HTTP server on loopback speaking the chat-completions
-shape."""
+"""brain.providers.llm (and the http poster and lcm's LLM summarizer it drives) against a
+real HTTP server on loopback speaking the chat-completions shape."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from brain.errors import ProviderError
+from brain.lcm.llm_summarizer import LLMSummarizer, build_prompt
 from brain.lcm.summarize import (
     EXPAND_PREFIX,
     SourceItem,
@@ -24,7 +25,7 @@ from brain.lcm.summarize import (
     input_tokens,
     summarize_with_escalation,
 )
-from brain.providers.llm import ChatClient, LLMConfig, LLMSummarizer, build_prompt
+from brain.providers.llm import ChatClient, LLMConfig
 from brain.tokens import estimate_tokens
 from tests.openai_server import Clock, OpenAIServer, Reply
 
@@ -622,7 +623,7 @@ def test_provider_failures_fall_back_to_the_extractive_summary(
 
 def test_the_llm_and_summarize_modules_load_neither_anyio_nor_the_daemon() -> None:
     script = (
-        "import sys, brain.providers.llm, brain.lcm.summarize\n"
+        "import sys, brain.providers.llm, brain.lcm.llm_summarizer, brain.lcm.summarize\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('anyio', 'daemon')))\n"
     )
     run = subprocess.run(
