@@ -1,2 +1,3 @@
 """Lossless context memory: messages and their content, ingest, the context list, the
-summary DAG, summarizing and compaction, assembling and rendering, describe, suppress, bootstrap."""
+summary DAG, the tool call/result pairing rule, summarizing and compaction, assembling and
+rendering, describe, suppress, bootstrap."""

@@ -41,6 +41,7 @@ from brain.lcm.budgets import follow, sizes
 from brain.lcm.context import Conversation, Item, conversation, items, mark_flushed, tail_start
 from brain.lcm.dag import Summary, load_summaries, summary_xml, withheld_xml
 from brain.lcm.messages import StoredMessage, load_messages
+from brain.lcm.pairing import answered_messages
 from brain.lcm.render import (
     STUB_PREFIX,
     Block,
@@ -342,17 +343,10 @@ class Assembler:
         # What must stay: the newest user turn and everything after it.
         must = bisect.bisect_left([i.pos for i in tail], tail_start(store, conv, 0))
         # A cut before index k is allowed when no result at k or later answers a
-        # call before k (a result answers the latest call of its id before it).
-        latest_call: dict[str, int] = {}
+        # call before k (``brain.lcm.pairing``'s rule).
         call_of = [len(tail)] * len(tail)  # per item: its results' earliest call index
-        for n, entry in enumerate(entries):
-            for block in entry.turn.blocks:
-                if block.call_id is None:
-                    continue
-                if block.type == "tool_result" and block.call_id in latest_call:
-                    call_of[n] = min(call_of[n], latest_call[block.call_id])
-                elif block.type == "tool_call":
-                    latest_call[block.call_id] = n
+        for (n, _), m in answered_messages([e.turn.blocks for e in entries]).items():
+            call_of[n] = min(call_of[n], m)
         earliest_after = [len(tail)] * (len(tail) + 1)
         for n in range(len(tail) - 1, -1, -1):
             earliest_after[n] = min(earliest_after[n + 1], call_of[n])

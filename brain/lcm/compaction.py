@@ -51,6 +51,7 @@ from brain.lcm.dag import (
     summary_cost,
 )
 from brain.lcm.messages import StoredMessage, load_messages, speaker
+from brain.lcm.pairing import calls_answered_after
 from brain.lcm.summarize import (
     SourceItem,
     Summarizer,
@@ -696,29 +697,12 @@ def _keep_tool_pairs(
     if not chunk:
         return chunk
     first, last = chunk[0].pos, chunk[-1].pos
-    # Results (at any later seq) of calls made inside the chunk. A result answers
-    # a call only if no other call of its id comes between them: some model
-    # servers number calls afresh in every response (``call_0``), and a later
-    # response's ``call_0`` result is not this call's.
-    rows = store.execute(
-        "SELECT cm.seq, max(rm.seq) FROM messages cm "
-        "CROSS JOIN message_parts cp ON cp.message_id = cm.id "
-        "CROSS JOIN message_parts rp ON rp.tool_call_id = cp.tool_call_id "
-        "CROSS JOIN messages rm ON rm.id = rp.message_id "
-        "WHERE cm.conversation_id = ? AND cm.seq BETWEEN ? AND ? AND cp.kind = 'tool_call' "
-        "AND cp.tool_call_id IS NOT NULL AND rp.kind = 'tool_result' AND rm.conversation_id = ? "
-        "AND rm.seq > cm.seq "
-        "AND NOT EXISTS (SELECT 1 FROM message_parts op "
-        "CROSS JOIN messages om ON om.id = op.message_id WHERE op.tool_call_id = cp.tool_call_id "
-        "AND op.kind = 'tool_call' AND om.conversation_id = cm.conversation_id "
-        "AND om.seq > cm.seq AND om.seq < rm.seq) GROUP BY cm.seq",
-        (conversation_id, first, last, conversation_id),
-    )
+    # Calls in the chunk answered after it (``brain.lcm.pairing``'s rule: a later
+    # response's ``call_0`` result is not this call's).
+    answered = calls_answered_after(store, conversation_id, first, last)
     cut_before: int | None = None
     extend_to = last
-    for call_seq, result_seq in rows:
-        if result_seq is None or result_seq <= last:
-            continue
+    for call_seq, result_seq in answered.items():
         if result_seq >= tail:
             cut_before = call_seq if cut_before is None else min(cut_before, call_seq)
         else:
@@ -736,34 +720,8 @@ def _keep_tool_pairs(
         ]
         if all(i.is_message for i in more):
             return _keep_tool_pairs(store, conversation_id, chunk + more, tail)
-        return [
-            i for i in chunk if i.pos < min(_calls_answered_after(store, conversation_id, chunk))
-        ]
+        return [i for i in chunk if i.pos < min(answered)]
     return chunk
-
-
-def _calls_answered_after(store: Store, conversation_id: int, chunk: list[Item]) -> list[int]:
-    """Seqs of calls in the chunk whose results lie after it (as ``_keep_tool_pairs``
-    matches them)."""
-    last = chunk[-1].pos
-    return [
-        int(r[0])
-        for r in store.execute(
-            "SELECT DISTINCT cm.seq FROM messages cm "
-            "CROSS JOIN message_parts cp ON cp.message_id = cm.id "
-            "CROSS JOIN message_parts rp ON rp.tool_call_id = cp.tool_call_id "
-            "CROSS JOIN messages rm ON rm.id = rp.message_id "
-            "WHERE cm.conversation_id = ? AND cm.seq BETWEEN ? AND ? AND cp.kind = 'tool_call' "
-            "AND cp.tool_call_id IS NOT NULL AND rp.kind = 'tool_result' "
-            "AND rm.conversation_id = ? AND rm.seq > ? "
-            "AND NOT EXISTS (SELECT 1 FROM message_parts op "
-            "CROSS JOIN messages om ON om.id = op.message_id "
-            "WHERE op.tool_call_id = cp.tool_call_id "
-            "AND op.kind = 'tool_call' AND om.conversation_id = cm.conversation_id "
-            "AND om.seq > cm.seq AND om.seq < rm.seq)",
-            (conversation_id, chunk[0].pos, last, conversation_id, last),
-        )
-    ] or [last + 1]
 
 
 def _condensed_chunk(

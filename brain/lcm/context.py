@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from brain.errors import NotFound
+from brain.lcm.pairing import earliest_call_of_results
 from brain.store.connection import Store
 
 _TAIL_PAIRING_ROUNDS: Final = 8
@@ -122,7 +123,7 @@ def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
     if newest_user is not None:
         start = min(start, int(newest_user))
     for _ in range(_TAIL_PAIRING_ROUNDS):
-        earliest_call = _earliest_call_of_results(store, conv.id, start)
+        earliest_call = earliest_call_of_results(store, conv.id, start)
         if earliest_call is None or earliest_call >= start:
             break
         start = earliest_call
@@ -141,28 +142,6 @@ def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
     if covered is not None:
         start = int(covered) + 1
     return start
-
-
-def _earliest_call_of_results(store: Store, conversation_id: int, from_seq: int) -> int | None:
-    """Seq of the earliest message holding a call answered by a result at ``seq >= from_seq``.
-
-    A result answers the latest call of its id at or before it: some model
-    servers number calls afresh in every response (``call_0``), and matching
-    every call of the id would stretch the tail back to the first of them.
-    """
-    # CROSS JOIN fixes the loop order (SQLite plans it left to right): start from
-    # the few tail messages, not from every message of the conversation.
-    value = store.scalar(
-        "SELECT min((SELECT max(cm.seq) FROM message_parts cp "
-        "CROSS JOIN messages cm ON cm.id = cp.message_id "
-        "WHERE cp.tool_call_id = rp.tool_call_id AND cp.kind = 'tool_call' "
-        "AND cm.conversation_id = rm.conversation_id AND cm.seq <= rm.seq)) "
-        "FROM messages rm CROSS JOIN message_parts rp ON rp.message_id = rm.id "
-        "WHERE rm.conversation_id = ? AND rm.seq >= ? AND rp.kind = 'tool_result' "
-        "AND rp.tool_call_id IS NOT NULL",
-        (conversation_id, from_seq),
-    )
-    return None if value is None else int(value)
 
 
 def replace_run(

@@ -27,6 +27,7 @@ import orjson
 
 from brain.lcm.content import FILE_MARKER
 from brain.lcm.messages import StoredMessage, StoredPart, speaker, with_speaker
+from brain.lcm.pairing import match
 from brain.tokens import BLOCK_OVERHEAD, IMAGE_TOKENS, estimate_tokens, message_cost, name_tokens
 
 BlockType = Literal[
@@ -158,10 +159,10 @@ def pair_tools(
 ) -> tuple[list[Turn], PairingReport]:
     """Pair tool calls with their results, in time linear in the blocks.
 
-    * A result pairs with the latest earlier call of its id still open; a
-      result with no such call pairs with the next unanswered call of its id
-      after it. Paired results are placed right after the turn holding the
-      call, in call order; consecutive results from one turn stay one turn.
+    * A result pairs with a call by ``brain.lcm.pairing``'s rule (the latest call
+      of its id before it, else the earliest after it). Paired results are
+      placed right after the turn holding the call, in call order;
+      consecutive results from one turn stay one turn.
     * A result left unpaired is dropped: its call is not in ``turns`` (evicted
       or summarised), or it is a second result for an answered call.
     * A call with no result: dropped when its id is in ``answered_elsewhere``
@@ -472,37 +473,14 @@ _STUB: Final = re.compile(
 def _match(
     turns: Sequence[Turn],
 ) -> tuple[dict[tuple[int, int], tuple[int, int]], int, list[bool]]:
-    """Pair calls and results by (turn index, block index).
+    """Pair calls and results by (turn index, block index) (``brain.lcm.pairing``'s rule).
 
     Returns call -> result, the number of results, and for each turn whether
     it has a block other than a tool result.
     """
-    open_calls: dict[str, list[tuple[int, int]]] = {}
-    early: dict[str, list[tuple[int, int]]] = {}
-    answer: dict[tuple[int, int], tuple[int, int]] = {}
-    results = 0
-    has_content = [False] * len(turns)
-    for t, turn in enumerate(turns):
-        for b, block in enumerate(turn.blocks):
-            if block.type != "tool_result":
-                has_content[t] = True
-                if block.type == "tool_call" and block.call_id is not None:
-                    open_calls.setdefault(block.call_id, []).append((t, b))
-                continue
-            results += 1
-            if block.call_id is None:
-                continue
-            waiting = open_calls.get(block.call_id)
-            if waiting:
-                answer[waiting.pop()] = (t, b)
-            else:
-                early.setdefault(block.call_id, []).append((t, b))
-    # A result that met no open call came before its call, if at all. Every call
-    # of its id still open now comes after it (an earlier one would have taken
-    # it), so pair them in order.
-    for call_id, found in early.items():
-        for call, result in zip(open_calls.get(call_id, ()), found, strict=False):
-            answer[call] = result
+    answer = match([turn.blocks for turn in turns])
+    results = sum(1 for turn in turns for block in turn.blocks if block.type == "tool_result")
+    has_content = [any(b.type != "tool_result" for b in turn.blocks) for turn in turns]
     return answer, results, has_content
 
 

@@ -433,6 +433,24 @@ def test_a_reused_call_id_pairs_each_result_with_its_own_call() -> None:
     assert report == PairingReport(0, 0, 0, 0)
 
 
+def test_results_after_two_calls_sharing_an_id_answer_the_later_call() -> None:
+    # brain.lcm.pairing's rule, as the fresh tail and compaction read it: the earlier
+    # call was never answered, and the second result is a duplicate.
+    turns = [
+        _turn("assistant", _call("call_0", "a")),
+        _turn("assistant", _call("call_0", "b")),
+        _turn("tool", _result("call_0", "first")),
+        _turn("tool", _result("call_0", "second")),
+        _turn("user", _text("next")),
+    ]
+    out, report = pair_tools(turns)
+    assert [(t.seq, b.text) for t in out for b in t.blocks if b.type == "tool_result"] == [
+        (turns[0].seq, UNANSWERED),
+        (turns[2].seq, "first"),
+    ]
+    assert (report.synthesized, report.dropped_results) == (1, 1)
+
+
 def test_a_call_answered_outside_the_selection_is_dropped_with_its_empty_turn() -> None:
     turns = [
         _turn("assistant", _call("c1")),

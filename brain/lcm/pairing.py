@@ -1,0 +1,171 @@
+"""The one rule that pairs tool results with tool calls, in Python and in SQL.
+
+Conversation order is message ``seq``, then block (part) order inside a message.
+For a result of call id ``X``:
+
+* it answers the **latest** call of ``X`` before it — some model servers number
+  calls afresh in every response (``call_0``), so an older call of the same id
+  is an earlier response's and its results came before this one's call;
+* with no call of ``X`` before it, it answers the **earliest** call of ``X``
+  after it (a host that stored the result first);
+* with no call of ``X`` at all it answers nothing (its call was never stored).
+
+That fixes the *message* a result answers. When that message holds several
+calls of ``X`` (a server that gave parallel calls one id), its results are
+handed out in call order: those after the message first, in order, then
+those before it; results left over are second results for an answered call.
+An earlier message's call of ``X`` left without a result stays unanswered:
+when two calls share an id with no result between them, the results after
+both belong to the later call.
+
+``answered_messages``/``match`` are the Python form, over turns of blocks
+(``brain.lcm.render``, ``brain.lcm.assemble``); ``answered_seqs``,
+``earliest_call_of_results`` and ``calls_answered_after`` are the SQL form,
+over the stored ``message_parts`` (``brain.lcm.context``, ``brain.lcm.compaction``).
+Both are built on the ordering above; ``tests/brain/lcm/test_pairing.py`` checks
+that they agree on arbitrary conversations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final, Protocol
+
+if TYPE_CHECKING:
+    from brain.store.connection import Store
+
+Ref = tuple[int, int]
+"""A block's place: (message or turn index, block index inside it)."""
+
+
+class ToolBlock(Protocol):
+    """What pairing reads of a block: its type and call id (``brain.lcm.render.Block``)."""
+
+    @property
+    def type(self) -> str:
+        """``tool_call``, ``tool_result`` or another block type (ignored)."""
+        ...
+
+    @property
+    def call_id(self) -> str | None:
+        """The call id; blocks without one are never paired."""
+        ...
+
+
+def answered_messages(messages: Sequence[Sequence[ToolBlock]]) -> dict[Ref, int]:
+    """For each result that answers a call: the index of the message holding the call.
+
+    Linear in the blocks. Results that answer nothing are left out.
+    """
+    latest: dict[str, int] = {}  # call id -> latest message holding a call of it so far
+    waiting: dict[str, list[Ref]] = {}  # results met before any call of their id
+    found: dict[Ref, int] = {}
+    for m, blocks in enumerate(messages):
+        for b, block in enumerate(blocks):
+            if block.call_id is None:
+                continue
+            if block.type == "tool_call":
+                if block.call_id not in latest:
+                    for result in waiting.pop(block.call_id, ()):
+                        found[result] = m
+                latest[block.call_id] = m
+            elif block.type == "tool_result":
+                at = latest.get(block.call_id)
+                if at is None:
+                    waiting.setdefault(block.call_id, []).append((m, b))
+                else:
+                    found[(m, b)] = at
+    return found
+
+
+def match(messages: Sequence[Sequence[ToolBlock]]) -> dict[Ref, Ref]:
+    """Call -> the one result that answers it, by the rule above (unanswered calls left out)."""
+    by_message: dict[tuple[int, str], list[Ref]] = {}
+    for result, m in answered_messages(messages).items():
+        call_id = messages[result[0]][result[1]].call_id
+        assert call_id is not None  # only results with an id are answered
+        by_message.setdefault((m, call_id), []).append(result)
+    pairs: dict[Ref, Ref] = {}
+    for (m, call_id), results in by_message.items():
+        calls = [
+            (m, b)
+            for b, block in enumerate(messages[m])
+            if block.type == "tool_call" and block.call_id == call_id
+        ]
+        # Results after the call's message come first (in order), then earlier ones:
+        # a result the host stored before its call is the fallback, not the answer.
+        results.sort(key=lambda r: (r < calls[0], r))
+        pairs.update(zip(calls, results, strict=False))
+    return pairs
+
+
+# -- SQL ------------------------------------------------------------------------------------
+
+# The seq of the message holding the call that the result part ``rp`` (of the
+# message ``rm``) answers: the latest call of its id before it, else the
+# earliest after it. CROSS JOIN fixes the loop order (SQLite plans it left to
+# right): from the call id index to the few parts of that id, not every message.
+_BEFORE: Final = "(cm.seq < rm.seq OR (cm.seq = rm.seq AND cp.ordinal < rp.ordinal))"
+_AFTER: Final = "(cm.seq > rm.seq OR (cm.seq = rm.seq AND cp.ordinal > rp.ordinal))"
+_CALLS_OF_RP: Final = (
+    "FROM message_parts cp CROSS JOIN messages cm ON cm.id = cp.message_id "
+    "WHERE cp.tool_call_id = rp.tool_call_id AND cp.kind = 'tool_call' "
+    "AND cm.conversation_id = rm.conversation_id AND "
+)
+ANSWERED_SEQ: Final = (
+    "coalesce((SELECT max(cm.seq) " + _CALLS_OF_RP + _BEFORE + "), "
+    "(SELECT min(cm.seq) " + _CALLS_OF_RP + _AFTER + "))"
+)
+"""SQL expression: the seq of the message whose call the result part ``rp`` in message
+``rm`` answers (NULL: none). ``rp``/``rm`` must be in scope."""
+
+_RESULTS_FROM: Final = (
+    "FROM messages rm CROSS JOIN message_parts rp ON rp.message_id = rm.id "
+    "WHERE rm.conversation_id = ? AND rm.seq >= ? AND rp.kind = 'tool_result' "
+    "AND rp.tool_call_id IS NOT NULL"
+)
+_ANSWERED: Final = "SELECT rm.seq, rp.ordinal, " + ANSWERED_SEQ + " " + _RESULTS_FROM
+_EARLIEST: Final = "SELECT min(" + ANSWERED_SEQ + ") " + _RESULTS_FROM
+# Results after the range of the calls inside it (the call id index leads from
+# the few calls to their results), then kept when they answer a call inside it.
+_ANSWERED_AFTER: Final = (
+    "SELECT call_seq, max(result_seq) FROM (SELECT DISTINCT rm.seq AS result_seq, "  # noqa: S608
+    "rp.ordinal, " + ANSWERED_SEQ + " AS call_seq "
+    "FROM messages cm0 CROSS JOIN message_parts cp0 ON cp0.message_id = cm0.id "
+    "CROSS JOIN message_parts rp ON rp.tool_call_id = cp0.tool_call_id "
+    "CROSS JOIN messages rm ON rm.id = rp.message_id "
+    "WHERE cm0.conversation_id = ? AND cm0.seq BETWEEN ? AND ? "
+    "AND cp0.kind = 'tool_call' AND cp0.tool_call_id IS NOT NULL "
+    "AND rp.kind = 'tool_result' AND rm.conversation_id = ? AND rm.seq > ?"
+    ") WHERE call_seq BETWEEN ? AND ? GROUP BY call_seq"
+)
+
+
+def answered_seqs(store: Store, conversation_id: int, from_seq: int = 1) -> dict[Ref, int]:
+    """(seq, part ordinal) of each result at ``seq >= from_seq`` -> seq of the call it answers.
+
+    Results that answer nothing are left out.
+    """
+    rows = store.execute(_ANSWERED, (conversation_id, from_seq))
+    return {(int(s), int(o)): int(a) for s, o, a in rows if a is not None}
+
+
+def earliest_call_of_results(store: Store, conversation_id: int, from_seq: int) -> int | None:
+    """Seq of the earliest message holding a call answered by a result at ``seq >= from_seq``.
+
+    May be ``from_seq`` or later (results answered by calls after them).
+    """
+    value = store.scalar(_EARLIEST, (conversation_id, from_seq))
+    return None if value is None else int(value)
+
+
+def calls_answered_after(
+    store: Store, conversation_id: int, first_seq: int, last_seq: int
+) -> dict[int, int]:
+    """Seq of each message in ``[first_seq, last_seq]`` holding a call answered after
+    ``last_seq`` -> the seq of its latest such result."""
+    rows = store.execute(
+        _ANSWERED_AFTER,
+        (conversation_id, first_seq, last_seq, conversation_id, last_seq, first_seq, last_seq),
+    )
+    return {int(c): int(r) for c, r in rows}
