@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from brain.graph.sync import SyncIndexed, SyncReport
     from brain.graph.traverse import TraverseOptions
     from brain.lcm.assemble import Assembled, AssembleOptions, Assembler
-    from brain.lcm.bootstrap import BootstrapReport, OnFork, ProgressFn
+    from brain.lcm.bootstrap import BootstrapReport, OnFork
     from brain.lcm.compaction import CompactionReport, Compactor
     from brain.lcm.content import MessageIn
     from brain.lcm.ingest import IngestResult
@@ -240,7 +240,7 @@ class Brain:
         *,
         session_key: str | None = None,
         on_fork: OnFork = "refuse",
-        progress: ProgressFn | None = None,
+        progress: Progress | None = None,
     ) -> BootstrapReport:
         """Reconcile a session from a JSONL transcript; see ``brain.lcm.bootstrap``.
 

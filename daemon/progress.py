@@ -21,20 +21,18 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
+from brain.progress import Progress
 from daemon.logs import log
 from protocol.wire import notification_frame
 
-ProgressFn = Callable[[int, int | None, str], None]
-"""``report(done, total, phase)``: ``total`` None when not known yet."""
-
 INTERVAL_S: Final = 0.1
 
-current: contextvars.ContextVar[ProgressFn | None] = contextvars.ContextVar(
+current: contextvars.ContextVar[Progress | None] = contextvars.ContextVar(
     "brain_progress", default=None
 )
 
 
-def reporter(request_id: Any, send: Callable[[bytes], Awaitable[None]]) -> ProgressFn:
+def reporter(request_id: Any, send: Callable[[bytes], Awaitable[None]]) -> Progress:
     """A progress function for one request that sends through the event loop."""
     last_at = [0.0]
     last_phase = [""]
@@ -63,6 +61,6 @@ def reporter(request_id: Any, send: Callable[[bytes], Awaitable[None]]) -> Progr
     return report
 
 
-def get() -> ProgressFn | None:
+def get() -> Progress | None:
     """The current request's progress function, if it asked for progress."""
     return current.get()

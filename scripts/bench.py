@@ -1594,14 +1594,14 @@ def _build_maintain_graph(db: Path, nodes: int, seed: int) -> None:
             batch.append(edge)
             if len(batch) == 50_000:
                 with store.transaction():
-                    store.conn.executemany(
+                    store.executemany(
                         "INSERT OR IGNORE INTO edges (source, target, weight, kind, updated_at) "
                         "VALUES (?, ?, ?, 'learned', ?)",
                         batch,
                     )
                 batch = []
         with store.transaction():
-            store.conn.executemany(
+            store.executemany(
                 "INSERT OR IGNORE INTO edges (source, target, weight, kind, updated_at) "
                 "VALUES (?, ?, ?, 'learned', ?)",
                 batch,

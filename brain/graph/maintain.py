@@ -325,7 +325,7 @@ class _Writer:
             with self.store.transaction():
                 for sql, params in writes[start : start + self.chunk]:
                     self.store.execute(sql, params)
-                    changed += int(self.store.conn.changes() > 0)
+                    changed += int(self.store.changes() > 0)
                 if graph:
                     bump_epoch(self.store)
                 if vectors:

@@ -366,7 +366,7 @@ def write_edges(store: Store, edges: Sequence[EdgeWrite]) -> None:
         )
     }
     stamp = now_iso()
-    store.conn.executemany(
+    store.executemany(
         "INSERT INTO edges (source, target, weight, kind, updated_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (source, target) DO UPDATE SET weight = excluded.weight, "
         "kind = excluded.kind, updated_at = excluded.updated_at",

@@ -124,7 +124,7 @@ def run_query(
         with store.transaction():
             trace_id = save_trace(store, text, chat_id, traversal, timings, shown_rows)
             stamp = now_iso()
-            store.conn.executemany(
+            store.executemany(
                 "UPDATE nodes SET fire_count = fire_count + 1, last_fired_at = ? WHERE id = ?",
                 [(stamp, n) for n in traversal.fired],
             )
@@ -415,7 +415,7 @@ def learn(
                 result, edges=_merge(result.edges, _associate(graph, trace, useful, result))
             )
         priors = _priors(graph, trace, useful)
-        store.conn.executemany(
+        store.executemany(
             "UPDATE nodes SET prior = ? WHERE id = ?", [(p, n) for n, p in priors.items()]
         )
         write_edges(store, result.edges)

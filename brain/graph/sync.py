@@ -561,18 +561,18 @@ def _sequence(store: Store, order: Sequence[int]) -> int:
     for a, b in itertools.pairwise(order):
         want |= {(a, b), (b, a)}
     stale = sorted(have - want)
-    before = store.conn.total_changes()
-    store.conn.executemany(
+    before = store.total_changes()
+    store.executemany(
         "DELETE FROM edges WHERE source = ? AND target = ? AND kind = 'sequence'", stale
     )
     missing = sorted(want - have)
     stamp = now_iso()
-    store.conn.executemany(
+    store.executemany(
         "INSERT INTO edges (source, target, weight, kind, updated_at) "
         "VALUES (?, ?, ?, 'sequence', ?) ON CONFLICT (source, target) DO NOTHING",
         [(a, b, SEQUENCE_WEIGHT, stamp) for a, b in missing],
     )
-    return int(store.conn.total_changes() - before)
+    return int(store.total_changes() - before)
 
 
 def remove_missing(store: Store, root: Path, keep: Iterable[str]) -> tuple[int, int]:

@@ -36,7 +36,7 @@ import hashlib
 import os
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,8 +47,8 @@ import orjson
 from brain.errors import Conflict, InvalidInput
 from brain.lcm.content import MESSAGE_EXTRAS, MessageIn
 from brain.lcm.ingest import ingest
-from brain.progress import Progress
-from brain.store.connection import Store
+from brain.progress import Progress, ignore
+from brain.store.connection import Store, StoreLease
 from brain.store.fileguard import Refused, open_regular
 
 BATCH: Final = 500
@@ -58,11 +58,6 @@ SCAN_PROGRESS_LINES: Final = 5_000
 
 Format = Literal["openclaw", "plain"]
 OnFork = Literal["refuse", "append"]
-ProgressFn = Progress
-"""``progress(done, total, phase)`` (``brain.progress``): phase ``scan`` counts bytes
-of the file, ``import`` messages."""
-StoreLease = Callable[[], contextlib.AbstractContextManager[Store]]
-"""Lends the store for one short piece of work (the engine's lock)."""
 
 _NO_PARENT: Final = -1
 _NOT_A_MESSAGE: Final = -1
@@ -118,7 +113,7 @@ def bootstrap(
     *,
     session_key: str | None = None,
     on_fork: OnFork = "refuse",
-    progress: ProgressFn | None = None,
+    progress: Progress | None = None,
 ) -> BootstrapReport:
     """Import the transcript at ``path`` into ``session`` from its anchor on.
 
@@ -127,10 +122,11 @@ def bootstrap(
     written; a message ingest rejects (a bad role or block) fails its batch
     only, after the batches before it committed (run again once fixed: the
     anchor resumes after them). Raises ``Conflict`` on a fork unless
-    ``on_fork="append"``.
+    ``on_fork="append"``. ``progress`` phases: ``scan`` counts bytes of the
+    file, ``import`` messages.
     """
     started = time.perf_counter()
-    report = progress or _quiet
+    report = progress or ignore
     handle = _open(path)
     with handle:
         scan = _scan(handle, report)
@@ -174,10 +170,6 @@ def bootstrap(
     )
 
 
-def _quiet(_done: int, _total: int | None, _phase: str) -> None:
-    pass
-
-
 _REFUSED: Final[dict[str, str]] = {
     "system_path": "under /proc, /sys or /dev, which are never read",
     "not_regular": "not a regular file (a directory, FIFO, device or socket is never read)",
@@ -201,7 +193,7 @@ def _open(path: str | Path) -> IO[bytes]:
 # -- pass 1: scan -------------------------------------------------------------------
 
 
-def _scan(handle: IO[bytes], progress: ProgressFn) -> _Scan:
+def _scan(handle: IO[bytes], progress: Progress) -> _Scan:
     size = _size(handle)
     scan: _Scan | None = None
     index: dict[str, int] = {}  # OpenClaw entry id -> entry index (keys shared with ids)
@@ -380,7 +372,7 @@ def _import(
     todo: array[int],
     session: str,
     session_key: str | None,
-    progress: ProgressFn,
+    progress: Progress,
 ) -> tuple[int, int, int]:
     """(imported, duplicates, skipped) for the path messages in ``todo``."""
     imported = duplicates = skipped = 0

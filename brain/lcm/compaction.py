@@ -27,8 +27,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Final
@@ -60,10 +59,7 @@ from brain.lcm.summarize import (
 )
 from brain.lcm.suppress import rebuild_due, rebuilds_due
 from brain.progress import Progress, ignore
-from brain.store.connection import Store
-
-StoreAccess = Callable[[], AbstractContextManager[Store]]
-"""Gives the store with the engine's lock held for the duration of the block."""
+from brain.store.connection import Store, StoreLease
 
 _CHUNK_SCAN: Final = 512  # items read per query while growing a leaf chunk
 _ATTEMPTS: Final = 3  # reads of one chunk when suppressions keep landing mid-summary
@@ -103,7 +99,7 @@ class Compactor:
 
     def __init__(
         self,
-        access: StoreAccess,
+        access: StoreLease,
         config: CompactionConfig,
         summarizer: Summarizer,
         fallback: Summarizer | None = None,

@@ -135,7 +135,7 @@ def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
             new.replaces,
         ),
     )
-    row_id = int(store.conn.last_insert_rowid())
+    row_id = int(store.last_rowid())
     store.execute("INSERT INTO summaries_fts (rowid, content) VALUES (?, ?)", (row_id, new.content))
     store.execute(
         "INSERT OR IGNORE INTO embed_queue (kind, row_id) VALUES ('summary', ?)", (row_id,)
@@ -146,7 +146,7 @@ def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
         "INSERT INTO nodes (node_id, kind, summary_id, created_at) VALUES (?, 'summary', ?, ?)",
         (summary_id, row_id, created_at),
     )
-    store.conn.executemany(
+    store.executemany(
         "INSERT INTO summary_sources (summary_id, ordinal, message_id, child_id, omitted) "
         "VALUES (?, ?, ?, ?, ?)",
         [(row_id, i, r.message_id, r.child_id, int(r.omitted)) for i, r in enumerate(new.sources)],

@@ -159,7 +159,7 @@ def _conversation(
             "VALUES (?, ?, ?, ?)",
             (session, session_key, stamp, stamp),
         )
-        return int(store.conn.last_insert_rowid())
+        return int(store.last_rowid())
     conversation_id, stored_key = int(row[0]), row[1]
     if session_key is not None and stored_key != session_key:
         if stored_key is not None:
@@ -226,7 +226,7 @@ def _insert(
             msg.extra,
         ),
     )
-    message_id = int(store.conn.last_insert_rowid())
+    message_id = int(store.last_rowid())
     store.execute(
         "INSERT INTO messages_fts (rowid, content, name) VALUES (?, ?, ?)",
         (message_id, msg.content, msg.name),

@@ -677,7 +677,7 @@ def _repair_fts(store: Store, found: _Finding) -> list[str]:
                     f"WHERE content GLOB ? AND id NOT IN (SELECT rowid FROM {table})",
                     (CJK_GLOB,),
                 )
-                added = store.conn.changes()
+                added = store.changes()
             done.append(f"{table}: removed {len(stale)} stale rows, added {added}")
     if any(
         found.has(k)
@@ -736,7 +736,7 @@ def _repair_vectors(store: Store, found: _Finding) -> list[str]:
             queued = 0
             for sql in _MISSING_VECTORS:
                 store.execute(f"INSERT OR IGNORE INTO embed_queue (kind, row_id) {sql}")
-                queued += store.conn.changes()
+                queued += store.changes()
         done.append(f"queued {queued} rows for embedding")
     return done
 
@@ -872,7 +872,7 @@ def _repair_context(store: Store, found: _Finding) -> list[str]:
             f"raw_tokens = {_RAW_SUM}, context_version = context_version + 1 "
             f"WHERE {_TOTALS_DIFFER}"
         )
-        fixed = store.conn.changes()
+        fixed = store.changes()
     return [f"recomputed context_tokens and raw_tokens of {fixed} conversations"]
 
 
@@ -886,13 +886,13 @@ def _repair_graph(store: Store, found: _Finding) -> list[str]:
                 + _NODELESS_SUMMARIES
                 + " AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = s.summary_id)"
             )
-            created = store.conn.changes()
+            created = store.changes()
             bump_epoch(store)
         done.append(f"created {created} summary nodes")
     if found.has("dangling_edges"):
         with store.transaction():
             store.execute("DELETE " + _DANGLING_EDGES)
-            removed = store.conn.changes()
+            removed = store.changes()
             bump_epoch(store)
         done.append(f"deleted {removed} edges to or from a missing node")
     if found.has("weights_out_of_range"):
@@ -901,7 +901,7 @@ def _repair_graph(store: Store, found: _Finding) -> list[str]:
                 "UPDATE edges SET weight = max(-1.0, min(1.0, weight)) "
                 "WHERE NOT (weight BETWEEN -1.0 AND 1.0)"
             )
-            clamped = store.conn.changes()
+            clamped = store.changes()
             bump_epoch(store)
         done.append(f"clamped {clamped} edge weights into [-1, 1]")
     return done

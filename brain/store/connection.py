@@ -15,7 +15,7 @@ import functools
 import importlib.util
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -30,6 +30,10 @@ Tracer = Callable[[str, Any], None]
 """Called with (sql, bindings) for every statement the store executes."""
 
 SetupStep = Callable[[apsw.Connection, BrainConfig], None]
+
+StoreLease = Callable[[], contextlib.AbstractContextManager["Store"]]
+"""Lends the store for a while (under the engine's lock): work that runs outside
+the lock (compaction, bootstrap) takes it for each step."""
 
 _WAL_SIZE_LIMIT: Final = 4 * 1024 * 1024
 
@@ -159,6 +163,25 @@ class Store:
         """Return the first column of the first row (None when there is no row)."""
         row = self.one(sql, bindings)
         return None if row is None else row[0]
+
+    def executemany(self, sql: str, rows: Iterable[Any]) -> apsw.Cursor:
+        """Run one statement once per bindings in ``rows``; translate lock timeouts."""
+        try:
+            return self.conn.executemany(sql, rows)
+        except apsw.BusyError as exc:
+            raise StoreBusy("database stayed locked by another process") from exc
+
+    def last_rowid(self) -> int:
+        """The rowid of the last row this connection inserted."""
+        return int(self.conn.last_insert_rowid())
+
+    def changes(self) -> int:
+        """Rows changed by the last INSERT, UPDATE or DELETE on this connection."""
+        return int(self.conn.changes())
+
+    def total_changes(self) -> int:
+        """Rows changed on this connection since it opened (differences count a batch)."""
+        return int(self.conn.total_changes())
 
     def set_tracer(self, tracer: Tracer | None) -> None:
         """Call ``tracer(sql, bindings)`` for every statement (None removes it)."""

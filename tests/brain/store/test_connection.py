@@ -247,6 +247,32 @@ def test_transaction_holds_the_write_lock_from_the_start(store: Store, db_path: 
         other.close()
 
 
+def test_a_batch_statement_blocked_by_another_writer_is_store_busy(
+    store: Store, db_path: Path
+) -> None:
+    # Callers batch through the store, not its connection, so a lock timeout
+    # surfaces as the engine's StoreBusy, not apsw's BusyError.
+    other = open_store(db_path, BrainConfig(busy_timeout_ms=20))
+    try:
+        with store.transaction():
+            with pytest.raises(StoreBusy):
+                other.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [("batch_a", "1")])
+            store.execute("INSERT INTO meta (key, value) VALUES ('mine', '1')")
+    finally:
+        other.close()
+    assert store.scalar("SELECT count(*) FROM meta WHERE key = 'batch_a'") == 0
+
+
+def test_the_store_reports_inserted_rowids_and_changed_rows(store: Store) -> None:
+    store.execute("CREATE TABLE t (v TEXT)")
+    before = store.total_changes()
+    store.executemany("INSERT INTO t (v) VALUES (?)", [("a",), ("b",)])
+    assert store.total_changes() - before == 2
+    assert store.last_rowid() == store.scalar("SELECT rowid FROM t WHERE v = 'b'")
+    store.execute("UPDATE t SET v = 'c'")
+    assert store.changes() == 2
+
+
 def test_nested_rollback_undoes_only_the_inner_savepoint(store: Store) -> None:
     def inner() -> None:
         with store.transaction():
