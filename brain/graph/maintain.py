@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from brain.clock import iso, parse
 from brain.errors import InvalidInput
 from brain.graph.nodes import Graph, bump_epoch, clamp_weight
 from brain.graph.traces import expired_traces
@@ -346,15 +347,6 @@ class _Writer:
         return done
 
 
-def _parse(stamp: str) -> datetime:
-    parsed = datetime.fromisoformat(stamp)
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 # -- decay ------------------------------------------------------------------------
 
 
@@ -369,7 +361,7 @@ def decay(
     twice the half-life.
     """
     half_life = options.half_life_days * 86_400.0
-    stamp = _iso(now)
+    stamp = iso(now)
     writes: list[_Write] = []
     protected = 0
     for (source, target), edge in list(snap.edges.items()):
@@ -380,7 +372,7 @@ def decay(
             (n := snap.nodes.get(x)) is not None and n.authority == "canonical"
             for x in (source, target)
         )
-        elapsed = (now - _parse(edge.updated_at)).total_seconds()
+        elapsed = (now - parse(edge.updated_at)).total_seconds()
         if elapsed <= 0:
             continue
         weight = edge.weight * 0.5 ** (elapsed / (half_life * (2 if canonical else 1)))
@@ -513,7 +505,7 @@ def merge(
     plan = [
         (gone, kept) for gone, kept in sorted({**similar, **cofire}.items()) if gone in snap.nodes
     ]
-    stamp = _iso(now)
+    stamp = iso(now)
     merged: list[str] = []
 
     def batch(pairs: list[tuple[int, int]]) -> int:
@@ -647,7 +639,7 @@ def prune(
         )
         snap.drop(source, target)
     edges = writer.run(edge_writes)
-    cutoff = _iso(now - timedelta(days=options.orphan_days))
+    cutoff = iso(now - timedelta(days=options.orphan_days))
     orphans = [
         node
         for node in snap.nodes.values()
@@ -699,7 +691,7 @@ def _prune_traces(snap: _Snapshot, writer: _Writer, now: datetime) -> int:
     limit, and a count lowered since. Traces are not graph state: no epoch moves.
     """
     config = writer.store.config
-    cutoff = _iso(now - timedelta(days=config.trace_max_age_days))
+    cutoff = iso(now - timedelta(days=config.trace_max_age_days))
     expired = expired_traces(writer.store, cutoff, config.trace_max_count)
     writes = [("DELETE FROM traces WHERE id = ?", (row_id,)) for row_id in expired]
     deleted = writer.run(writes, graph=False)
@@ -754,7 +746,7 @@ def connect(
     if not chunk_ids or not lonely_ids:
         return {"nodes": 0, "edges": 0}
     chunk_matrix = np.stack([vectors[c] for c in chunk_ids])
-    stamp = _iso(now)
+    stamp = iso(now)
     writes: list[_Write] = []
     linked = 0
     for start in range(0, len(lonely_ids), 512):
@@ -797,7 +789,7 @@ def scale(
     ``budget / sum``; constitutional nodes and edges into them are left as they
     are (they still count towards the sum).
     """
-    stamp = _iso(now)
+    stamp = iso(now)
     writes: list[_Write] = []
     nodes = 0
     for source, targets in snap.out.items():

@@ -24,11 +24,11 @@ import secrets
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Final, Literal, cast
 
 import orjson
 
+from brain.clock import now_iso
 from brain.errors import InvalidInput, NotFound
 from brain.store.connection import Store
 
@@ -46,11 +46,6 @@ AUTHORITY_RANK: Final[dict[str, int]] = {a: i for i, a in enumerate(AUTHORITIES)
 """Context blocks list constitutional nodes first, then canonical, then overlay."""
 
 _EPOCH_KEY: Final = "graph_epoch"
-
-
-def now_iso() -> str:
-    """The current UTC time as stored in the graph tables."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def new_node_id() -> str:

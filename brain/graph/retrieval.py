@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from brain.clock import now_iso
 from brain.errors import InvalidInput, NotFound
 from brain.graph.learning import Credit, credit
 from brain.graph.nodes import (
@@ -35,7 +36,6 @@ from brain.graph.nodes import (
     get_nodes,
     graph_epoch,
     insert_node,
-    now_iso,
     write_edges,
 )
 from brain.graph.traces import Trace, find_trace, mark_learned, save_trace

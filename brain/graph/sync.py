@@ -44,8 +44,9 @@ from typing import Any, Final
 
 import orjson
 
+from brain.clock import now_iso
 from brain.errors import InvalidInput
-from brain.graph.nodes import AUTHORITIES, Authority, NewNode, bump_epoch, insert_node, now_iso
+from brain.graph.nodes import AUTHORITIES, Authority, NewNode, bump_epoch, insert_node
 from brain.store.connection import Store
 from brain.store.fileguard import REASONS, Refused, is_system_path, open_regular, resolve
 from brain.vectors.index import Pending, note_vectors_changed, pending_batch, text_hash

@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
+from brain.clock import now_iso
 from brain.errors import NotFound
-from brain.graph.nodes import now_iso
 from brain.graph.traverse import Step, Traversal
 from brain.store.connection import Store
 

@@ -27,6 +27,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from brain import clock
 from brain.errors import InvalidInput
 from brain.tokens import estimate_tokens, name_tokens
 
@@ -245,17 +246,13 @@ def normalize_time(value: str | None, where: str, now: datetime | None = None) -
         moment = now or datetime.now(UTC)
     else:
         try:
-            moment = datetime.fromisoformat(value)
+            moment = clock.parse(value)
         except ValueError:
             raise InvalidInput(where, "must be an ISO-8601 timestamp") from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
     try:
-        moment = moment.astimezone(UTC)
+        return clock.iso(moment)
     except OverflowError:  # an offset pushing year 1 or 9999 out of range
         raise InvalidInput(where, "is out of the representable range") from None
-    # isoformat, not strftime: strftime("%Y") drops the zero padding of years < 1000.
-    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def restore(

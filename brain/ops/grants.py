@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from brain.clock import iso
 from brain.errors import GrantDenied, GrantExhausted, InvalidInput, NotFound
 from brain.store.connection import Store
 
@@ -101,8 +102,8 @@ def create(
         methods=tuple(dict.fromkeys(methods)),
         token_cap=token_cap,
         tokens_used=0,
-        created_at=_iso(moment),
-        expires_at=_iso(moment + timedelta(seconds=ttl_s)),
+        created_at=iso(moment),
+        expires_at=iso(moment + timedelta(seconds=ttl_s)),
         revoked_at=None,
     )
     with store.transaction():
@@ -154,7 +155,7 @@ def revoke(store: Store, grant_id: str, now: datetime | None = None) -> Grant:
     with store.transaction():
         store.execute(
             "UPDATE grants SET revoked_at = coalesce(revoked_at, ?) WHERE grant_id = ?",
-            (_iso(now or datetime.now(UTC)), grant_id),
+            (iso(now or datetime.now(UTC)), grant_id),
         )
     return get(store, grant_id)
 
@@ -175,7 +176,7 @@ def check(
         raise GrantDenied("grant is unknown", "unknown") from None
     if grant.revoked_at is not None:
         raise GrantDenied("grant was revoked", "revoked")
-    if _iso(now or datetime.now(UTC)) >= grant.expires_at:
+    if iso(now or datetime.now(UTC)) >= grant.expires_at:
         raise GrantDenied("grant has expired", "expired")
     if method not in grant.methods:
         raise GrantDenied(f"grant does not allow {method!r}", "method")
@@ -225,19 +226,19 @@ def admit(
             "SELECT held_by, held_until FROM grants WHERE grant_id = ?", (grant.grant_id,)
         )
         assert row is not None  # ``check`` just read it under the same write lock
-        if row[0] is not None and row[0] != holder and str(row[1]) > _iso(moment):
+        if row[0] is not None and row[0] != holder and str(row[1]) > iso(moment):
             return None
         store.execute(
             "UPDATE grants SET tokens_used = tokens_used + ?, held_by = ?, held_until = ? "
             "WHERE grant_id = ?",
-            (RESERVED, holder, _iso(moment + timedelta(seconds=HOLD_S)), grant.grant_id),
+            (RESERVED, holder, iso(moment + timedelta(seconds=HOLD_S)), grant.grant_id),
         )
     return grant
 
 
 def renew(store: Store, grant_id: str, holder: str, now: datetime | None = None) -> bool:
     """Extend ``holder``'s hold by ``HOLD_S``; False if it no longer holds the grant."""
-    until = _iso((now or datetime.now(UTC)) + timedelta(seconds=HOLD_S))
+    until = iso((now or datetime.now(UTC)) + timedelta(seconds=HOLD_S))
     with store.transaction():
         row = store.one(
             "UPDATE grants SET held_until = ? WHERE grant_id = ? AND held_by = ? "
@@ -285,7 +286,3 @@ def _within(store: Store, grant: Grant, reach: Reach) -> bool:
     if reach.session in grant.sessions:
         return True
     return row is not None and grant.session_key is not None and filed_under == grant.session_key
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
