@@ -356,10 +356,10 @@ class Brain:
             index.verify(self._store)
             scope = None
             if session is not None:
-                row = self._store.one(
-                    "SELECT id FROM conversations WHERE session_id = ?", (session,)
-                )
-                scope = [] if row is None else [int(row[0])]
+                from brain.lcm.context import find_session
+
+                filed = find_session(self._store, session)
+                scope = [] if filed is None else [filed.id]
             return run_query(
                 self._store,
                 self._graph,
@@ -933,8 +933,10 @@ class Brain:
         """``options`` narrowed to the session's or session key's conversations (locked)."""
         store = self._store
         if session is not None:
-            row = store.one("SELECT id FROM conversations WHERE session_id = ?", (session,))
-            return replace(options, conversations=() if row is None else (int(row[0]),))
+            from brain.lcm.context import find_session
+
+            filed = find_session(store, session)
+            return replace(options, conversations=() if filed is None else (filed.id,))
         if session_key is not None:
             ids = store.execute(
                 "SELECT id FROM conversations WHERE session_key = ?", (session_key,)
@@ -1086,10 +1088,10 @@ class Brain:
             return False
 
     def _conversation_id(self, session: str) -> int:
-        from brain.lcm.context import conversation
+        from brain.lcm.context import conversation_id
 
         with self._lock:
-            return conversation(self._store, session).id
+            return conversation_id(self._store, session)
 
     def _scope(self, session: str | None) -> Callable[[int], bool]:
         if session is None:

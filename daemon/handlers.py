@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from brain.lcm.compaction import CompactionReport
     from brain.lcm.content import MessageIn
     from brain.progress import Progress
-    from brain.recall.search import Mode, Scope
+    from brain.recall.search import GrepScope, Mode
     from protocol.methods import (
         AssembleParams,
         BootstrapParams,
@@ -263,7 +263,7 @@ async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
     return result
 
 
-_GREP_SCOPES: dict[str, Scope] = {
+_GREP_SCOPES: dict[str, GrepScope] = {
     "messages": "messages",
     "summaries": "summaries",
     "both": "both",

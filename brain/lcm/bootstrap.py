@@ -46,6 +46,7 @@ import orjson
 
 from brain.errors import Conflict, InvalidInput
 from brain.lcm.content import MESSAGE_EXTRAS, MessageIn
+from brain.lcm.context import find_session
 from brain.lcm.ingest import ingest
 from brain.progress import Progress, ignore
 from brain.store.connection import Store, StoreLease
@@ -322,10 +323,10 @@ def _anchor(
     store: Store, session: str, session_key: str | None, scan: _Scan, path: array[int]
 ) -> tuple[int, int, int | None]:
     """(path position of the anchor or -1, its seq or 0, conversation id or None)."""
-    row = store.one("SELECT id, session_key FROM conversations WHERE session_id = ?", (session,))
-    if row is None:
+    filed = find_session(store, session)
+    if filed is None:
         return -1, 0, None
-    conversation, stored_key = int(row[0]), row[1]
+    conversation, stored_key = filed
     # Checked here as ingest would, since a run with nothing to import never ingests.
     if session_key is not None and stored_key is not None and stored_key != session_key:
         raise Conflict(

@@ -12,14 +12,39 @@ to the call of any tool result inside it, and never into a summary.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from brain.errors import NotFound
 from brain.lcm.pairing import earliest_call_of_results
 from brain.store.connection import Store
 
 _TAIL_PAIRING_ROUNDS: Final = 8
+
+Scope = Callable[[int], bool] | Collection[int]
+"""Which conversations a read may see: a predicate on conversation row ids, or the ids."""
+
+
+def visible(scope: Scope) -> Callable[[int], bool]:
+    """``scope`` as a predicate on conversation row ids."""
+    if callable(scope):
+        return scope
+    allowed = frozenset(scope)
+    return lambda conversation_id: conversation_id in allowed
+
+
+class Filed(NamedTuple):
+    """A session's conversation row id and the session key it is filed under."""
+
+    id: int
+    session_key: str | None
+
+
+def find_session(store: Store, session: str) -> Filed | None:
+    """The conversation a session names, or None when the session does not exist."""
+    row = store.one("SELECT id, session_key FROM conversations WHERE session_id = ?", (session,))
+    return None if row is None else Filed(int(row[0]), row[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +90,14 @@ _CONVERSATION: Final = (
     "c.assemble_budget, c.assemble_budget_seq "
     "FROM conversations c "
 )
+
+
+def conversation_id(store: Store, session: str) -> int:
+    """The row id of a session's conversation; ``NotFound`` if it has none."""
+    filed = find_session(store, session)
+    if filed is None:
+        raise NotFound(f"no session {session!r}", session=session)
+    return filed.id
 
 
 def conversation(store: Store, session: str) -> Conversation:

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from typing import Any, Final
 
 from brain.errors import InvalidInput, NotFound
+from brain.lcm.context import Scope, visible
 from brain.lcm.dag import Summary, children, parent_of, source_message_ids, summary_by_id
 from brain.lcm.messages import find_messages, load_messages
 from brain.payloads.files import FILE_ID_RE, file_path, read_stored_file
@@ -25,8 +26,6 @@ from brain.store.connection import Store
 from brain.tokens import estimate_tokens
 
 SUMMARY_ID_RE: Final = re.compile(r"sum_[0-9a-f]{16}")
-Scope = Callable[[int], bool]
-"""True when the conversation with this row id is visible to the caller."""
 
 
 def describe(
@@ -140,7 +139,7 @@ def _scoped_summary(
 ) -> Summary:
     summary = summary_by_id(store, summary_id)
     # Withheld (a source suppressed) hides a summary exactly like suppressing it.
-    if not scope(summary.conversation_id) or (summary.hidden and not include_suppressed):
+    if not visible(scope)(summary.conversation_id) or (summary.hidden and not include_suppressed):
         raise NotFound(f"no summary {summary_id!r}", id=summary_id)
     return summary
 
@@ -237,7 +236,7 @@ def _describe_file(
         "WHERE f.file_id = ?",
         (file_id,),
     )
-    if row is None or not scope(int(row[0])) or (row[-1] and not include_suppressed):
+    if row is None or not visible(scope)(int(row[0])) or (row[-1] and not include_suppressed):
         raise NotFound(f"no file {file_id!r}", id=file_id)
     data = read_stored_file(store.files_dir, file_id)
     found = explore(data, encoding="json" if row[3] == "json" else "utf8", hint=row[10])
@@ -296,16 +295,17 @@ def _message_row(
     store: Store, message_id: str, scope: Scope, include_suppressed: bool = False
 ) -> tuple[int, int, str, bool]:
     """(row id, seq, session, suppressed) of a message by client id or ``msg_<n>`` id."""
-    visible = [
+    seen = visible(scope)
+    found = [
         r
         for r in find_messages(store, message_id)
-        if scope(r.conversation_id) and (include_suppressed or not r.suppressed)
+        if seen(r.conversation_id) and (include_suppressed or not r.suppressed)
     ]
-    if len(visible) > 1:
+    if len(found) > 1:
         raise InvalidInput("session", f"message id {message_id!r} is ambiguous; give a session")
-    if not visible:
+    if not found:
         raise NotFound(f"no message {message_id!r}", id=message_id)
-    ref = visible[0]
+    ref = found[0]
     return ref.row_id, ref.seq, ref.session, ref.suppressed
 
 

@@ -21,6 +21,7 @@ import orjson
 
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.lcm.content import MessageIn, Normalized, message_part_block, normalize, normalize_time
+from brain.lcm.context import find_session
 from brain.lcm.ids import GENERATED_ID, public_message_id
 from brain.payloads.files import remove_file, write_file
 from brain.payloads.filetext import index_file
@@ -150,8 +151,8 @@ def _check_session(session: str, session_key: str | None) -> None:
 def _conversation(
     store: Store, session: str, session_key: str | None, stamp: str, create: bool
 ) -> int:
-    row = store.one("SELECT id, session_key FROM conversations WHERE session_id = ?", (session,))
-    if row is None:
+    filed = find_session(store, session)
+    if filed is None:
         if not create:
             raise NotFound(f"no session {session!r}", session=session)
         store.execute(
@@ -160,7 +161,7 @@ def _conversation(
             (session, session_key, stamp, stamp),
         )
         return int(store.last_rowid())
-    conversation_id, stored_key = int(row[0]), row[1]
+    conversation_id, stored_key = filed
     if session_key is not None and stored_key != session_key:
         if stored_key is not None:
             raise Conflict(

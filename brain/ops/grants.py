@@ -34,6 +34,7 @@ from typing import Final
 
 from brain.clock import iso
 from brain.errors import GrantDenied, GrantExhausted, InvalidInput, NotFound
+from brain.lcm.context import find_session
 from brain.store.connection import Store
 
 GRANT_ID: Final = re.compile(r"grt_[0-9a-f]{16}")
@@ -279,10 +280,10 @@ def _within(store: Store, grant: Grant, reach: Reach) -> bool:
         return False
     if reach.session is None:
         return reach.session_key is None or reach.session_key == grant.session_key
-    row = store.one("SELECT session_key FROM conversations WHERE session_id = ?", (reach.session,))
-    filed_under = None if row is None else row[0]
+    filed = find_session(store, reach.session)
+    filed_under = None if filed is None else filed.session_key
     if reach.session_key is not None and reach.session_key != filed_under:
         return False
     if reach.session in grant.sessions:
         return True
-    return row is not None and grant.session_key is not None and filed_under == grant.session_key
+    return filed is not None and grant.session_key is not None and filed_under == grant.session_key

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from brain.errors import NotFound, ProviderError
+from brain.lcm.context import Scope, visible
 from brain.lcm.dag import Summary, children, source_message_ids, summary_by_id
 from brain.lcm.ids import GENERATED_ID
 from brain.lcm.messages import load_messages, speaker, with_speaker
@@ -36,8 +37,6 @@ from brain.tokens import estimate_tokens
 if TYPE_CHECKING:
     from brain.providers.llm import ChatClient
 
-Scope = Callable[[int], bool] | Collection[int]
-"""Which conversations are visible: a predicate on row ids, or the row ids themselves."""
 
 _WORD: Final = re.compile(r"\w+")
 _SENTENCE: Final = re.compile(r"(?<=[.!?])\s+")
@@ -98,14 +97,14 @@ def gather(
     scope: Scope,
 ) -> Gathered:
     """The database part: candidates, the DAG walk and scored passages."""
-    visible = _predicate(scope)
+    seen = visible(scope)
     roots: list[Summary] = []
     for sid in dict.fromkeys(summary_ids):
         try:
             summary = summary_by_id(store, sid)
         except NotFound:
             continue
-        if visible(summary.conversation_id) and not summary.hidden:
+        if seen(summary.conversation_id) and not summary.hidden:
             roots.append(summary)
     direct: list[tuple[str, str]] = []
     if query is not None and _WORD.search(query):
@@ -116,13 +115,13 @@ def gather(
         for hit in hits:
             if hit.kind == "summary":
                 summary = summary_by_id(store, hit.id)
-                if visible(summary.conversation_id):
+                if seen(summary.conversation_id):
                     roots.append(summary)
             else:
                 direct.append((hit.id, hit.session))
     covering, walked = _walk(store, roots)
     row_ids = list(covering)
-    row_ids += _direct_rows(store, direct, visible, set(row_ids))
+    row_ids += _direct_rows(store, direct, seen, set(row_ids))
     sessions = _sessions(store, row_ids)
     passages: list[Passage] = []
     for message in load_messages(store, row_ids):
@@ -199,13 +198,6 @@ def synthesize(
 
 
 # -- helpers --------------------------------------------------------------------------
-
-
-def _predicate(scope: Scope) -> Callable[[int], bool]:
-    if callable(scope):
-        return scope
-    allowed = frozenset(scope)
-    return lambda conversation_id: conversation_id in allowed
 
 
 def _conversations(store: Store, scope: Scope) -> tuple[int, ...] | None:

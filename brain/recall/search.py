@@ -44,7 +44,7 @@ from brain.store.connection import Store
 from brain.tokens import cjk_run
 
 Mode = Literal["regex", "full_text", "semantic", "hybrid"]
-Scope = Literal["messages", "summaries", "both", "files"]
+GrepScope = Literal["messages", "summaries", "both", "files"]
 Fusion = Literal["rrf", "weighted"]
 Nearest = Callable[[int], "list[tuple[str, int, float]]"]
 """``nearest(k)``: up to k (kind, row id, similarity) for the query, best first, in scope."""
@@ -74,7 +74,7 @@ class GrepOptions:
 
     query: str
     mode: Mode = "full_text"
-    scope: Scope = "both"
+    scope: GrepScope = "both"
     conversations: tuple[int, ...] | None = None
     since: str | None = None
     before: str | None = None
