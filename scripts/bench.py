@@ -1217,6 +1217,62 @@ def _build_grep_db(brain: Brain, count: int) -> tuple[float, float]:
     return ingest_s, time.perf_counter() - t1
 
 
+REUSED_ID_MESSAGES: Final = 3_000
+
+
+def _reused_ids_params(s: Settings) -> dict[str, Any]:
+    return {
+        "messages": s.n(REUSED_ID_MESSAGES, 30),
+        "shape": "user, assistant call, tool result; every call is call_0",
+        "fresh_tail_count": CompactionConfig().fresh_tail_count,
+        "summarizer": "ExtractiveSummarizer (its time is excluded from sweep_db_ms)",
+    }
+
+
+def bench_reused_call_ids(shared: Shared, work: Path) -> Metrics:
+    """A sweep and the fresh tail of a tool loop whose server numbers every call ``call_0``.
+
+    Pairing a result with the latest call of its id must stay linear when one id
+    is everywhere (it once cost a minute of database work at 3,000 messages).
+    """
+    count = shared.settings.n(REUSED_ID_MESSAGES, 30)
+    db = work / "reused-ids.db"
+    brain = Brain(db, BrainConfig(compaction=replace(CompactionConfig(), auto=False)))
+    try:
+        batch: list[MessageIn] = []
+        for i in range(count // 3):
+            call = {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": "read", "arguments": f'{{"path": "f{i}"}}'},
+            }
+            batch += [
+                MessageIn("user", f"please read file {i} and say what it holds"),
+                MessageIn("assistant", f"reading {i}", tool_calls=[call]),
+                MessageIn("tool", f"contents of file {i} " * 5, tool_call_id="call_0"),
+            ]
+        for k in range(0, len(batch), BATCH_SIZE):
+            brain.ingest(CONTEXT_SESSION, batch[k : k + BATCH_SIZE])
+        # The fresh tail as an ingest computes it (brain.context; no other thread runs).
+        from brain.context import conversation, tail_start
+
+        store = brain.store
+        started = time.perf_counter()
+        for _ in range(50):
+            tail_start(store, conversation(store, CONTEXT_SESSION), 8)
+        tail_ms = (time.perf_counter() - started) * 1000 / 50
+        report = brain.compact(CONTEXT_SESSION)
+    finally:
+        brain.close()
+    _remove_db(db)
+    return {
+        "messages": float(count),
+        "tail_start_ms": tail_ms,
+        "sweep_db_ms": report.took_ms - report.summarize_ms,
+        "leaf_passes": float(report.leaf_passes),
+    }
+
+
 def bench_grep(shared: Shared, work: Path) -> Metrics:
     """``Brain.grep`` p50/p95 per mode at each size, scoped to one conversation and not."""
     from brain.recall.search import GrepOptions
@@ -2199,6 +2255,13 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "full-sweep (Brain.compact) database ms per message at 5k(/100k) messages",
         _sweep_params,
         bench_sweep,
+    ),
+    Bench(
+        "reused_call_ids",
+        "fresh tail ms and full-sweep database ms of a 3k-message tool loop whose calls "
+        "are all call_0",
+        _reused_ids_params,
+        bench_reused_call_ids,
     ),
     Bench(
         "grep",

@@ -126,18 +126,27 @@ _RESULTS_FROM: Final = (
 )
 _ANSWERED: Final = "SELECT rm.seq, rp.ordinal, " + ANSWERED_SEQ + " " + _RESULTS_FROM
 _EARLIEST: Final = "SELECT min(" + ANSWERED_SEQ + ") " + _RESULTS_FROM
-# Results after the range of the calls inside it (the call id index leads from
-# the few calls to their results), then kept when they answer a call inside it.
+# Calls in a range answered after it, by id (the call id index leads from the
+# few calls to the parts of their ids): a result after the range answers the
+# range's latest call of its id exactly when no call of its id comes between
+# the range and the result. Linear in the parts sharing those ids; checking
+# each result's own latest call instead is quadratic when a server numbers
+# every call ``call_0``.
 _ANSWERED_AFTER: Final = (
-    "SELECT call_seq, max(result_seq) FROM (SELECT DISTINCT rm.seq AS result_seq, "  # noqa: S608
-    "rp.ordinal, " + ANSWERED_SEQ + " AS call_seq "
-    "FROM messages cm0 CROSS JOIN message_parts cp0 ON cp0.message_id = cm0.id "
-    "CROSS JOIN message_parts rp ON rp.tool_call_id = cp0.tool_call_id "
+    "SELECT call_seq, (SELECT max(rm.seq) FROM message_parts rp "
     "CROSS JOIN messages rm ON rm.id = rp.message_id "
-    "WHERE cm0.conversation_id = ? AND cm0.seq BETWEEN ? AND ? "
-    "AND cp0.kind = 'tool_call' AND cp0.tool_call_id IS NOT NULL "
-    "AND rp.kind = 'tool_result' AND rm.conversation_id = ? AND rm.seq > ?"
-    ") WHERE call_seq BETWEEN ? AND ? GROUP BY call_seq"
+    "WHERE rp.tool_call_id = call_id AND rp.kind = 'tool_result' "
+    "AND rm.conversation_id = ?1 AND rm.seq > ?3 AND (next_seq IS NULL OR rm.seq < next_seq "
+    "OR (rm.seq = next_seq AND rp.ordinal < (SELECT min(np.ordinal) FROM messages nm "
+    "CROSS JOIN message_parts np ON np.message_id = nm.id WHERE nm.conversation_id = ?1 "
+    "AND nm.seq = next_seq AND np.tool_call_id = call_id AND np.kind = 'tool_call')))) "
+    "FROM (SELECT cp.tool_call_id AS call_id, max(cm.seq) AS call_seq, "
+    "(SELECT min(nm.seq) FROM message_parts np CROSS JOIN messages nm ON nm.id = np.message_id "
+    "WHERE np.tool_call_id = cp.tool_call_id AND np.kind = 'tool_call' "
+    "AND nm.conversation_id = ?1 AND nm.seq > ?3) AS next_seq "
+    "FROM messages cm CROSS JOIN message_parts cp ON cp.message_id = cm.id "
+    "WHERE cm.conversation_id = ?1 AND cm.seq BETWEEN ?2 AND ?3 AND cp.kind = 'tool_call' "
+    "AND cp.tool_call_id IS NOT NULL GROUP BY cp.tool_call_id)"
 )
 
 
@@ -164,8 +173,10 @@ def calls_answered_after(
 ) -> dict[int, int]:
     """Seq of each message in ``[first_seq, last_seq]`` holding a call answered after
     ``last_seq`` -> the seq of its latest such result."""
-    rows = store.execute(
-        _ANSWERED_AFTER,
-        (conversation_id, first_seq, last_seq, conversation_id, last_seq, first_seq, last_seq),
-    )
-    return {int(c): int(r) for c, r in rows}
+    found: dict[int, int] = {}
+    for call_seq, result_seq in store.execute(
+        _ANSWERED_AFTER, (conversation_id, first_seq, last_seq)
+    ):
+        if result_seq is not None:
+            found[int(call_seq)] = max(found.get(int(call_seq), 0), int(result_seq))
+    return found
