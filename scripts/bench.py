@@ -1254,7 +1254,7 @@ def bench_reused_call_ids(shared: Shared, work: Path) -> Metrics:
         for k in range(0, len(batch), BATCH_SIZE):
             brain.ingest(CONTEXT_SESSION, batch[k : k + BATCH_SIZE])
         # The fresh tail as an ingest computes it (brain.context; no other thread runs).
-        from brain.context import conversation, tail_start
+        from brain.lcm.context import conversation, tail_start
 
         store = brain.store
         started = time.perf_counter()
