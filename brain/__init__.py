@@ -1,9 +1,13 @@
 """brain: the memory engine. A synchronous library; it knows nothing of stdio,
 JSON-RPC or event loops (the ``daemon`` package wraps it).
 
-Public names are re-exported here; modules are one concept each. The re-exports
-resolve on first access (PEP 562), so importing a light submodule such as
-``brain.config`` or ``brain.errors`` does not load the whole engine (numpy,
+This module is the engine's one surface: ``daemon`` and ``scripts`` import every
+engine name from here (``tests/brain/test_surface.py`` pins ``__all__`` and checks
+that they do; import-linter forbids the daemon the sub-packages). Inside, the
+modules live in sub-packages by layer (docs/architecture.md).
+
+The names resolve on first access (PEP 562), so importing ``brain`` and asking
+for ``BrainError`` or ``BrainConfig`` does not load the whole engine (numpy,
 tokenizers, httpx): a one-shot ``brain call info`` stays close to a bare start.
 """
 
@@ -15,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from brain.version import __version__
 
 if TYPE_CHECKING:
-    from brain.config import BrainConfig, CompactionConfig
-    from brain.engine import Brain, EmbeddingsInfo, Info
+    from brain.config import BrainConfig, CompactionConfig, RecallMode
+    from brain.engine import Brain, EmbeddingsInfo, Info, teach_text
     from brain.errors import (
         BrainError,
         Conflict,
@@ -32,51 +36,121 @@ if TYPE_CHECKING:
         StorageError,
         StoreBusy,
     )
+    from brain.graph.maintain import TASKS as MAINTAIN_TASKS
+    from brain.graph.maintain import MaintainOptions
+    from brain.graph.nodes import NewNode, insert_node
+    from brain.graph.traverse import TraverseOptions
     from brain.lcm.assemble import Assembled, AssembleOptions
+    from brain.lcm.budgets import sizes as compaction_sizes
     from brain.lcm.compaction import CompactionReport
     from brain.lcm.content import MessageIn
     from brain.lcm.ingest import IngestedMessage, IngestResult
+    from brain.lcm.llm_summarizer import LLMSummarizer
+    from brain.ops.doctor import (
+        DoctorReport,
+        doctor,
+    )
+    from brain.ops.doctor import (
+        format_report as format_doctor_report,
+    )
+    from brain.ops.doctor import (
+        report_json as doctor_report_json,
+    )
+    from brain.ops.grants import HOLD_S as GRANT_HOLD_S
+    from brain.ops.grants import Reach
+    from brain.progress import Progress
+    from brain.progress import ignore as ignore_progress
+    from brain.providers.llm import ChatClient, LLMConfig
+    from brain.recall.search import GrepOptions, GrepScope
+    from brain.recall.search import Mode as GrepMode
     from brain.results import SaveResult
     from brain.store.connection import Store, open_store
+    from brain.tokens import estimate_tokens
+    from brain.vectors.ann import IVF
+    from brain.vectors.ann import default_nprobe as ivf_default_nprobe
+    from brain.vectors.ann import top_k as exact_top_k
+    from brain.vectors.embedders import (
+        Embedder,
+        HashEmbedder,
+        OnnxEmbedder,
+        OpenAIEmbedder,
+        OpenAIEmbedderConfig,
+        StaticEmbedder,
+        default_embedder,
+    )
 
 _WHERE: dict[str, str] = {
     "AssembleOptions": "brain.lcm.assemble",
     "Assembled": "brain.lcm.assemble",
     "Brain": "brain.engine",
     "BrainConfig": "brain.config",
+    "BrainError": "brain.errors",
+    "ChatClient": "brain.providers.llm",
     "CompactionConfig": "brain.config",
     "CompactionReport": "brain.lcm.compaction",
-    "BrainError": "brain.errors",
     "Conflict": "brain.errors",
     "DatabaseFileLost": "brain.errors",
     "DatabaseMissing": "brain.errors",
+    "DoctorReport": "brain.ops.doctor",
+    "Embedder": "brain.vectors.embedders",
     "EmbedderMismatch": "brain.errors",
+    "EmbeddingsInfo": "brain.engine",
+    "GRANT_HOLD_S": "brain.ops.grants:HOLD_S",
     "GrantDenied": "brain.errors",
     "GrantExhausted": "brain.errors",
-    "EmbeddingsInfo": "brain.engine",
+    "GrepMode": "brain.recall.search:Mode",
+    "GrepOptions": "brain.recall.search",
+    "GrepScope": "brain.recall.search",
+    "HashEmbedder": "brain.vectors.embedders",
+    "IVF": "brain.vectors.ann",
     "Info": "brain.engine",
     "IngestResult": "brain.lcm.ingest",
     "IngestedMessage": "brain.lcm.ingest",
     "InvalidInput": "brain.errors",
+    "LLMConfig": "brain.providers.llm",
+    "LLMSummarizer": "brain.lcm.llm_summarizer",
+    "MAINTAIN_TASKS": "brain.graph.maintain:TASKS",
+    "MaintainOptions": "brain.graph.maintain",
     "MessageIn": "brain.lcm.content",
+    "NewNode": "brain.graph.nodes",
     "NotFound": "brain.errors",
+    "OnnxEmbedder": "brain.vectors.embedders",
+    "OpenAIEmbedder": "brain.vectors.embedders",
+    "OpenAIEmbedderConfig": "brain.vectors.embedders",
     "PayloadMissing": "brain.errors",
+    "Progress": "brain.progress",
     "ProviderError": "brain.errors",
+    "Reach": "brain.ops.grants",
+    "RecallMode": "brain.config",
     "SaveResult": "brain.results",
+    "StaticEmbedder": "brain.vectors.embedders",
     "StorageError": "brain.errors",
     "Store": "brain.store.connection",
     "StoreBusy": "brain.errors",
+    "TraverseOptions": "brain.graph.traverse",
+    "compaction_sizes": "brain.lcm.budgets:sizes",
+    "default_embedder": "brain.vectors.embedders",
+    "doctor": "brain.ops.doctor",
+    "doctor_report_json": "brain.ops.doctor:report_json",
+    "estimate_tokens": "brain.tokens",
+    "exact_top_k": "brain.vectors.ann:top_k",
+    "format_doctor_report": "brain.ops.doctor:format_report",
+    "ignore_progress": "brain.progress:ignore",
+    "insert_node": "brain.graph.nodes",
+    "ivf_default_nprobe": "brain.vectors.ann:default_nprobe",
     "open_store": "brain.store.connection",
+    "teach_text": "brain.engine",
 }
-"""Each re-exported name and the module that defines it."""
+"""Each public name and where it is defined: ``module`` or ``module:attribute``."""
 
 
 def __getattr__(name: str) -> Any:
     """Import the module defining ``name`` on first access (PEP 562)."""
-    module = _WHERE.get(name)
-    if module is None:
+    where = _WHERE.get(name)
+    if where is None:
         raise AttributeError(f"module 'brain' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attribute = where.partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value  # later accesses skip this hook
     return value
 
@@ -86,28 +160,61 @@ __all__ = [
     "Assembled",
     "Brain",
     "BrainConfig",
+    "BrainError",
+    "ChatClient",
     "CompactionConfig",
     "CompactionReport",
-    "BrainError",
     "Conflict",
     "DatabaseFileLost",
     "DatabaseMissing",
+    "DoctorReport",
+    "Embedder",
     "EmbedderMismatch",
+    "EmbeddingsInfo",
+    "GRANT_HOLD_S",
     "GrantDenied",
     "GrantExhausted",
-    "EmbeddingsInfo",
+    "GrepMode",
+    "GrepOptions",
+    "GrepScope",
+    "HashEmbedder",
+    "IVF",
     "Info",
     "IngestResult",
     "IngestedMessage",
     "InvalidInput",
+    "LLMConfig",
+    "LLMSummarizer",
+    "MAINTAIN_TASKS",
+    "MaintainOptions",
     "MessageIn",
+    "NewNode",
     "NotFound",
+    "OnnxEmbedder",
+    "OpenAIEmbedder",
+    "OpenAIEmbedderConfig",
     "PayloadMissing",
+    "Progress",
     "ProviderError",
+    "Reach",
+    "RecallMode",
     "SaveResult",
+    "StaticEmbedder",
     "StorageError",
     "Store",
     "StoreBusy",
+    "TraverseOptions",
     "__version__",
+    "compaction_sizes",
+    "default_embedder",
+    "doctor",
+    "doctor_report_json",
+    "estimate_tokens",
+    "exact_top_k",
+    "format_doctor_report",
+    "ignore_progress",
+    "insert_node",
+    "ivf_default_nprobe",
     "open_store",
+    "teach_text",
 ]

@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(config: DaemonConfig, args: argparse.Namespace) -> int:
     import anyio
 
-    from brain.errors import BrainError
+    from brain import BrainError
     from daemon.notify import Notifier
     from daemon.runner import run
     from daemon.stdio import StdinSource, StdoutSink, claim_stdout
@@ -96,7 +96,7 @@ def _call(config: DaemonConfig, args: argparse.Namespace) -> int:
     event loop, its engine work in this thread: anyio's asyncio backend and
     asyncio (~40 ms) are loaded only by the methods that wait on something.
     """
-    from brain.errors import BrainError
+    from brain import BrainError
     from daemon.dispatch import Answer, Dispatcher, to_wire
     from daemon.runner import context_for, open_brain
     from protocol.framing import encode_frame
@@ -169,7 +169,7 @@ def _offline(config: DaemonConfig, name: str, work: Callable[[Brain], T]) -> T |
     transactions). A failure to open or an engine error is printed as
     ``brain NAME: ...`` on stderr and gives None.
     """
-    from brain.errors import BrainError
+    from brain import BrainError
     from daemon.runner import open_brain
 
     try:
@@ -193,10 +193,11 @@ def _maintain(config: DaemonConfig, args: argparse.Namespace) -> int:
     daemon's requests in between), each bumping the graph epoch, so the daemon's
     mirror and vector index reload before they answer again.
     """
-    from brain.errors import InvalidInput
-    from brain.graph.maintain import TASKS, MaintainOptions
+    from brain import MAINTAIN_TASKS, InvalidInput, MaintainOptions
 
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else TASKS
+    tasks = (
+        [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else MAINTAIN_TASKS
+    )
     try:
         options = MaintainOptions(half_life_days=args.half_life_days, prune_below=args.prune_below)
     except InvalidInput as exc:
@@ -232,8 +233,7 @@ def _doctor(config: DaemonConfig, args: argparse.Namespace) -> int:
     Safe while a daemon serves the database: checks are reads, and every repair
     is its own short transaction.
     """
-    from brain.errors import BrainError
-    from brain.ops.doctor import doctor, format_report, report_json
+    from brain import BrainError, doctor, doctor_report_json, format_doctor_report
 
     try:
         report = doctor(config.db, config.brain, repair=args.repair, deep=args.deep)
@@ -241,9 +241,9 @@ def _doctor(config: DaemonConfig, args: argparse.Namespace) -> int:
         print(f"brain doctor: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        sys.stdout.buffer.write(report_json(report) + b"\n")
+        sys.stdout.buffer.write(doctor_report_json(report) + b"\n")
     else:
-        print(format_report(report))
+        print(format_doctor_report(report))
     return 0 if report.ok else 1
 
 
@@ -353,7 +353,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any, **__: Any) -> None:
-        from brain.version import __version__
+        from brain import __version__
 
         print(f"brain {__version__}")
         parser.exit()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from brain.config import BrainConfig
+from brain import BrainConfig
 
 LogFormat = Literal["console", "json"]
 EmbedderKind = Literal["static", "onnx", "openai", "hash"]

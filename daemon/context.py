@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from brain.errors import DatabaseFileLost
+from brain import DatabaseFileLost
 from daemon.stopping import Shutdown
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import apsw
 
-import brain.errors as engine
+import brain as engine
 from daemon import granted, progress
 from daemon.context import Context
 from daemon.handlers import HANDLERS, Handler
@@ -32,8 +32,7 @@ from protocol.spec import GRANTABLE, METHODS
 from protocol.wire import Rejected, Request, error_frame, parse_request, result_frame
 
 if TYPE_CHECKING:
-    from brain import Brain
-    from brain.ops.grants import Reach
+    from brain import Brain, Reach
 
 HELD_POLL_S: Final = 0.05
 """How often a call waits to ask again while another process's call holds its grant."""
@@ -160,7 +159,7 @@ class Dispatcher:
         """
         import secrets
 
-        from brain.tokens import estimate_tokens
+        from brain import estimate_tokens
 
         request = call.request
         reach = reach_of(call.params)
@@ -198,10 +197,10 @@ class Dispatcher:
 
     async def _keep_holding(self, grant: str, holder: str) -> None:
         """Renew the call's hold on its grant until cancelled (a long call keeps it)."""
-        from brain.ops.grants import HOLD_S
+        from brain import GRANT_HOLD_S
 
         while True:
-            await anyio.sleep(HOLD_S / 3)
+            await anyio.sleep(GRANT_HOLD_S / 3)
             try:
                 if not await self.context.db(self.brain.renew_grant, grant, holder):
                     log.warning("grant hold lapsed during a call")
@@ -240,7 +239,7 @@ def reach_of(params: Any) -> Reach:
     Every params type with a ``session`` field is session-scoped: without a
     session or session key it reaches every conversation (``all: true``).
     """
-    from brain.ops.grants import Reach
+    from brain import Reach
 
     session = getattr(params, "session", None)
     session_key = getattr(params, "session_key", None)

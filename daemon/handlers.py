@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from brain.errors import ProviderError
-from brain.progress import ignore as progress_ignore
+from brain import ProviderError, ignore_progress
 from daemon import granted, progress
 from daemon.context import Context
 
@@ -28,11 +27,7 @@ from daemon.context import Context
 # not load the assembler, search or the graph (see "Lazy imports" in
 # docs/architecture.md). Params types are only annotations here.
 if TYPE_CHECKING:
-    from brain.config import RecallMode
-    from brain.lcm.compaction import CompactionReport
-    from brain.lcm.content import MessageIn
-    from brain.progress import Progress
-    from brain.recall.search import GrepScope, Mode
+    from brain import CompactionReport, GrepMode, GrepScope, MessageIn, Progress, RecallMode
     from protocol.methods import (
         AssembleParams,
         BootstrapParams,
@@ -109,11 +104,14 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
         batch=not params.single,
         create=not granted.current.get(),
     )
-    from brain.lcm.budgets import sizes
+    from brain import compaction_sizes
 
     compaction = ctx.brain.config.compaction
     # All raw history (tail included) over the session's threshold: maybe work to do.
-    if compaction.auto and result.raw_tokens > sizes(compaction, result.budget).threshold:
+    if (
+        compaction.auto
+        and result.raw_tokens > compaction_sizes(compaction, result.budget).threshold
+    ):
         ctx.compactions.request(params.session)
     return {
         "session": result.session,
@@ -128,7 +126,7 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
 
 async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
     """The model-ready context for a session under a token budget."""
-    from brain.lcm.assemble import AssembleOptions
+    from brain import AssembleOptions
 
     options = AssembleOptions(
         budget=params.budget,
@@ -180,7 +178,7 @@ async def compact(ctx: Context, params: CompactParams) -> dict[str, Any]:
         ctx.brain.compact,
         params.session,
         target_tokens=params.target_tokens,
-        progress=progress.get() or progress_ignore,
+        progress=progress.get() or ignore_progress,
     )
     return _report(report)
 
@@ -228,7 +226,7 @@ async def expand_query(ctx: Context, params: ExpandQueryParams) -> dict[str, Any
 
 async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
     """Messages and summaries (or payload files) matching a regex or free text, best first."""
-    from brain.recall.search import GrepOptions
+    from brain import GrepOptions
 
     options = GrepOptions(
         query=params.query,
@@ -269,7 +267,7 @@ _GREP_SCOPES: dict[str, GrepScope] = {
     "both": "both",
     "files": "files",
 }
-_GREP_MODES: dict[str, Mode] = {
+_GREP_MODES: dict[str, GrepMode] = {
     "regex": "regex",
     "full_text": "full_text",
     "semantic": "semantic",
@@ -279,7 +277,7 @@ _GREP_MODES: dict[str, Mode] = {
 
 async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
     """Retrieve from the learned graph: fired nodes, the context block, the trace id."""
-    from brain.graph.traverse import TraverseOptions
+    from brain import TraverseOptions
 
     options = TraverseOptions(
         top_k=params.top_k,
@@ -310,8 +308,7 @@ async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
 
 async def teach(ctx: Context, params: TeachParams) -> dict[str, Any]:
     """Add a node; a correction with a chat also corrects that chat's latest trace."""
-    from brain.engine import teach_text
-    from brain.graph.nodes import NewNode
+    from brain import NewNode, teach_text
 
     node = NewNode(
         kind=params.kind,  # type: ignore[arg-type]  # validated against TEACH_KINDS
@@ -355,7 +352,7 @@ async def sync(ctx: Context, params: SyncParams) -> dict[str, Any]:
     embedded are reported ``pending`` (the background embedder takes them), as when
     the provider fails.
     """
-    report = progress.get() or progress_ignore
+    report = progress.get() or ignore_progress
     indexed = await ctx.db(
         ctx.brain.sync_index,
         params.workspace,
@@ -407,7 +404,7 @@ def _workspace_lane(params: Any) -> str | None:
 
 async def maintain(ctx: Context, params: MaintainParams) -> dict[str, Any]:
     """The graph's slow loop, in a worker thread (ping is answered meanwhile)."""
-    from brain.graph.maintain import MaintainOptions  # numpy: loaded when maintenance runs
+    from brain import MaintainOptions  # numpy: loaded when maintenance runs
 
     options = MaintainOptions(**dict(params.knobs))  # type: ignore[arg-type]
     report = await ctx.db(
@@ -415,7 +412,7 @@ async def maintain(ctx: Context, params: MaintainParams) -> dict[str, Any]:
         params.tasks,
         dry_run=params.dry_run,
         options=options,
-        progress=progress.get() or progress_ignore,
+        progress=progress.get() or ignore_progress,
     )
     out = report.to_dict()
     out.pop("took_ms")
@@ -518,7 +515,7 @@ async def shutdown(ctx: Context, params: NoParams) -> dict[str, Any]:
 
 
 def _message_in(m: Message) -> MessageIn:
-    from brain.lcm.content import MessageIn
+    from brain import MessageIn
 
     return MessageIn(
         role=m.role,

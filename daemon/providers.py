@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from brain.errors import ProviderError
+from brain import ProviderError
 
 T = TypeVar("T")
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.to_thread
 
-from brain.engine import Brain
-from brain.errors import BrainError
-from brain.vectors.embedders import (
+from brain import (
+    Brain,
+    BrainError,
     Embedder,
     HashEmbedder,
     OnnxEmbedder,
@@ -116,8 +116,7 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
     embedder = make_embedder(config)
     summarizer = None
     if config.llm_base_url and config.llm_model:
-        from brain.lcm.llm_summarizer import LLMSummarizer
-        from brain.providers.llm import ChatClient, LLMConfig
+        from brain import ChatClient, LLMConfig, LLMSummarizer
 
         client = ChatClient(
             LLMConfig(

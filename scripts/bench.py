@@ -89,9 +89,7 @@ from typing import IO, Any, Final
 import apsw
 import orjson
 
-from brain import Brain, MessageIn, __version__
-from brain.config import BrainConfig, CompactionConfig
-from brain.lcm.assemble import AssembleOptions
+from brain import AssembleOptions, Brain, BrainConfig, CompactionConfig, MessageIn, __version__
 from protocol.client import Client, daemon_command
 
 SEED: Final = 20240501
@@ -806,7 +804,7 @@ def _file_check_params(s: Settings) -> dict[str, Any]:
 def bench_file_check(shared: Shared, work: Path) -> Metrics:
     """The database-file identity check (one ``stat``) every write makes before it commits,
     next to the commit it guards (a one-row transaction, synchronous FULL)."""
-    from brain.store.connection import open_store
+    from brain import open_store
 
     params = _file_check_params(shared.settings)
     store = open_store(work / "bench.db")
@@ -1275,7 +1273,7 @@ def bench_reused_call_ids(shared: Shared, work: Path) -> Metrics:
 
 def bench_grep(shared: Shared, work: Path) -> Metrics:
     """``Brain.grep`` p50/p95 per mode at each size, scoped to one conversation and not."""
-    from brain.recall.search import GrepOptions
+    from brain import GrepOptions
 
     out: Metrics = {}
     queries = _grep_queries(SEED + 21)
@@ -1343,7 +1341,7 @@ def _vector_sizes(s: Settings) -> list[int]:
 
 
 def _vectors_params(s: Settings) -> dict[str, Any]:
-    from brain.vectors.embedders import StaticEmbedder
+    from brain import StaticEmbedder
 
     return {
         "rows": _vector_sizes(s),
@@ -1360,7 +1358,7 @@ def _vectors_params(s: Settings) -> dict[str, Any]:
 def _embedded(count: int) -> Any:
     """``count`` StaticEmbedder vectors of generated chat turns (cached per invocation)."""
     if count not in _VECTOR_CACHE:
-        from brain.vectors.embedders import StaticEmbedder
+        from brain import StaticEmbedder
 
         print(f"  vectors: embedding {count} texts", file=sys.stderr)
         _VECTOR_CACHE[count] = StaticEmbedder(batch_size=8_192).embed(
@@ -1373,8 +1371,7 @@ def bench_vectors(shared: Shared, work: Path) -> Metrics:
     """Top-10 latency exact vs IVF at each size, IVF build time and recall@10 vs exact."""
     import numpy as np
 
-    from brain.vectors.ann import IVF, default_nprobe, top_k
-    from brain.vectors.embedders import StaticEmbedder
+    from brain import IVF, StaticEmbedder, exact_top_k, ivf_default_nprobe
 
     del work
     out: Metrics = {}
@@ -1388,13 +1385,13 @@ def bench_vectors(shared: Shared, work: Path) -> Metrics:
         ivf, order = IVF.build(matrix)
         permuted = np.ascontiguousarray(matrix[order])
         out[f"{key}ivf_build_s"] = time.perf_counter() - t0
-        nprobe = default_nprobe(ivf.lists)
+        nprobe = ivf_default_nprobe(ivf.lists)
         exact_ns: list[int] = []
         ivf_ns: list[int] = []
         recall: list[float] = []
         for q in queries:
             t1 = time.perf_counter_ns()
-            truth = top_k(permuted @ q, 10)
+            truth = exact_top_k(permuted @ q, 10)
             exact_ns.append(time.perf_counter_ns() - t1)
             t1 = time.perf_counter_ns()
             found, _ = ivf.search(permuted, q, 10, nprobe)
@@ -1486,8 +1483,7 @@ def _timed_ms(call: Callable[..., object], *args: Any, **kwargs: Any) -> float:
 
 def bench_graph(shared: Shared, work: Path) -> Metrics:
     """The learned retrieval graph through ``Brain`` at each size: build, query, writes."""
-    from brain.graph.nodes import NewNode
-    from brain.graph.traverse import TraverseOptions
+    from brain import NewNode, TraverseOptions
 
     out: Metrics = {}
     for size in _graph_sizes(shared.settings):
@@ -1621,8 +1617,7 @@ def _maintain_params(s: Settings) -> dict[str, Any]:
 
 def _build_maintain_graph(db: Path, nodes: int, seed: int) -> None:
     """Nodes and edges written with SQL in a few transactions (fast), plus a session."""
-    from brain import open_store
-    from brain.graph.nodes import NewNode, insert_node
+    from brain import NewNode, insert_node, open_store
 
     rng = random.Random(seed)
     now = time.time()
