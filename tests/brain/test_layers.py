@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
 
 
 def test_the_import_contracts_of_pyproject_all_hold() -> None:

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from protocol.client import Client
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "demo.py"
 SESSION = "fernhill-launch"
 

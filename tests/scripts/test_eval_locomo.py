@@ -12,7 +12,8 @@ from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+
 SCRIPT = ROOT / "scripts" / "eval_locomo.py"
 
 

@@ -116,15 +116,6 @@ def _stored(brain: Brain, session: str) -> list[str]:
 
 
 @pytest.fixture
-def brain(db_path: Path) -> Any:
-    engine = Brain(db_path)
-    try:
-        yield engine
-    finally:
-        engine.close()
-
-
-@pytest.fixture
 def openclaw(tmp_path: Path) -> Path:
     return _write(tmp_path / "session.jsonl", [*TRUNK, *BRANCH_A, *BRANCH_B])
 

@@ -3,7 +3,6 @@ sizes itself from it (default settings: the threshold alone would be 20,000 toke
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,16 +28,6 @@ def summary_tokens(brain: Brain, session: str) -> int:
             (conv.id,),
         )
     )
-
-
-@pytest.fixture
-def brain(db_path: Path) -> Iterator[Brain]:
-    """An engine with the default settings (the threshold alone: 20,000 tokens)."""
-    engine = Brain(db_path, BrainConfig())
-    try:
-        yield engine
-    finally:
-        engine.close()
 
 
 def test_a_session_remembers_its_budget_in_the_database(brain: Brain, db_path: Path) -> None:

@@ -19,10 +19,9 @@ from brain import Brain, BrainConfig, MessageIn, NotFound, ProviderError
 from brain.lcm.assemble import AssembleOptions
 from brain.lcm.context import conversation, tail_start
 from brain.lcm.summarize import ExtractiveSummarizer, SummaryRequest
+from tests import ROOT
 from tests.brain.lcm.helpers import SMALL, SMALL_BRAIN, assert_invariants, chat, new_session
 from tests.brain.strategies import tool_conversations
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def outside_tail(brain: Brain, session: str) -> int:

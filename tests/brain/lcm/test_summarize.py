@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,8 +27,8 @@ from brain.lcm.summarize import (
     truncate_source,
 )
 from brain.tokens import estimate_tokens
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 extractive = ExtractiveSummarizer()
 
 

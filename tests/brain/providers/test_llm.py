@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,9 +26,9 @@ from brain.lcm.summarize import (
 )
 from brain.providers.llm import ChatClient, LLMConfig
 from brain.tokens import estimate_tokens
+from tests import ROOT
 from tests.openai_server import Clock, OpenAIServer, Reply
 
-ROOT = Path(__file__).resolve().parents[3]
 KEY = "sk-test-DO-NOT-LEAK-4f1c9e"
 MESSAGES = [{"role": "user", "content": "hello"}]
 

@@ -6,7 +6,6 @@ import logging
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,9 +13,9 @@ import pytest
 
 from brain.errors import ProviderError
 from brain.vectors.embedders import Embedder, OpenAIEmbedder, OpenAIEmbedderConfig
+from tests import ROOT
 from tests.openai_server import Clock, OpenAIServer, Reply
 
-ROOT = Path(__file__).resolve().parents[3]
 KEY = "sk-embed-DO-NOT-LEAK-7b2d01"
 
 
