@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from brain.lcm.budgets import sizes as compaction_sizes
     from brain.lcm.compaction import CompactionReport
     from brain.lcm.content import MessageIn
+    from brain.lcm.context import conversation as session_conversation
+    from brain.lcm.context import tail_start as fresh_tail_start
     from brain.lcm.ingest import IngestedMessage, IngestResult
     from brain.lcm.llm_summarizer import LLMSummarizer
     from brain.ops.doctor import (
@@ -135,10 +137,12 @@ _WHERE: dict[str, str] = {
     "estimate_tokens": "brain.tokens",
     "exact_top_k": "brain.vectors.ann:top_k",
     "format_doctor_report": "brain.ops.doctor:format_report",
+    "fresh_tail_start": "brain.lcm.context:tail_start",
     "ignore_progress": "brain.progress:ignore",
     "insert_node": "brain.graph.nodes",
     "ivf_default_nprobe": "brain.vectors.ann:default_nprobe",
     "open_store": "brain.store.connection",
+    "session_conversation": "brain.lcm.context:conversation",
     "teach_text": "brain.engine",
 }
 """Each public name and where it is defined: ``module`` or ``module:attribute``."""
@@ -212,9 +216,11 @@ __all__ = [
     "estimate_tokens",
     "exact_top_k",
     "format_doctor_report",
+    "fresh_tail_start",
     "ignore_progress",
     "insert_node",
     "ivf_default_nprobe",
     "open_store",
+    "session_conversation",
     "teach_text",
 ]

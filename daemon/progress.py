@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from brain.progress import Progress
+from brain import Progress
 from daemon.logs import log
 from protocol.wire import notification_frame
 

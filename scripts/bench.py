@@ -1251,13 +1251,13 @@ def bench_reused_call_ids(shared: Shared, work: Path) -> Metrics:
             ]
         for k in range(0, len(batch), BATCH_SIZE):
             brain.ingest(CONTEXT_SESSION, batch[k : k + BATCH_SIZE])
-        # The fresh tail as an ingest computes it (brain.context; no other thread runs).
-        from brain.lcm.context import conversation, tail_start
+        # The fresh tail as an ingest computes it (brain.lcm.context; no other thread runs).
+        from brain import fresh_tail_start, session_conversation
 
         store = brain.store
         started = time.perf_counter()
         for _ in range(50):
-            tail_start(store, conversation(store, CONTEXT_SESSION), 8)
+            fresh_tail_start(store, session_conversation(store, CONTEXT_SESSION), 8)
         tail_ms = (time.perf_counter() - started) * 1000 / 50
         report = brain.compact(CONTEXT_SESSION)
     finally:

@@ -71,10 +71,12 @@ SURFACE = [
     "estimate_tokens",
     "exact_top_k",
     "format_doctor_report",
+    "fresh_tail_start",
     "ignore_progress",
     "insert_node",
     "ivf_default_nprobe",
     "open_store",
+    "session_conversation",
     "teach_text",
 ]
 
