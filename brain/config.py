@@ -2,6 +2,9 @@
 
 The engine never reads the environment itself; ``daemon.config`` builds this
 from flags, environment variables and an optional TOML file.
+
+A frozen record: tested where it is built and checked
+(``tests/daemon/test_config.py``) and by every engine test that sets it.
 """
 
 from __future__ import annotations

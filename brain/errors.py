@@ -18,6 +18,9 @@
 The engine knows nothing of the wire. The daemon's dispatcher is the one place
 where these become protocol error codes (see ``daemon.dispatch``), and it is the
 only place where foreign exceptions (apsw, OSError) are translated.
+
+A class tree: tested where it becomes wire codes (``tests/daemon/test_dispatch.py``,
+``tests/e2e/test_errors.py``).
 """
 
 from __future__ import annotations

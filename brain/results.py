@@ -4,6 +4,8 @@ from database work). The values a sync or an ``expand_query`` hands from one sta
 the next live beside them (``brain.graph.sync.SyncIndexed``, ``brain.recall.expand.Draft``).
 
 Kept apart from ``brain.engine`` so that opening a database builds none of them.
+
+Plain values: tested through the calls that return them (``tests/brain/test_engine.py``).
 """
 
 from __future__ import annotations

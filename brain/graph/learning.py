@@ -16,6 +16,9 @@ outcomes built. Edges touching a constitutional node are never changed.
 
 Only steps are credited, never pairs of nodes that merely fired in the same
 trace: a node reached through another path gets no credit for this one.
+
+Tested with the traversal whose steps it credits (``tests/brain/graph/test_traverse.py``)
+and through ``learn`` (``tests/brain/graph/test_nodes.py``).
 """
 
 from __future__ import annotations

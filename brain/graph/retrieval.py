@@ -8,6 +8,9 @@ stores a node with its vector at once (the caller embedded it) and links it
 to its nearest neighbours; a correction with a chat also penalises that
 chat's latest trace and inhibits what fired wrongly. ``learn`` credits the
 steps a trace took (``brain.graph.learning``).
+
+Tested through the engine's ``query``, ``teach`` and ``learn`` in
+``tests/brain/graph/test_nodes.py`` (each call is one transaction over the graph).
 """
 
 from __future__ import annotations

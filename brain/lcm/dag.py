@@ -4,6 +4,9 @@ A leaf summary (depth 0) covers a contiguous run of messages; a condensed
 summary (depth d + 1) covers a contiguous run of depth-d summaries. Sources are
 kept in order in ``summary_sources``, so any summary expands back down to the
 exact messages it came from.
+
+Tested through compaction, describe and expand (``tests/brain/lcm/``), whose
+invariants (``helpers.assert_invariants``) check every summary's sources.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 ``StoredMessage`` is what assembly, compaction and describe work from. Loading
 is two queries whatever the number of messages (rows, then all their parts),
 never one query per message.
+
+Tested through its readers: ``tests/brain/lcm/test_render.py`` (turns from stored
+messages) and ``tests/brain/test_engine.py`` (exact restore by id).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Apart from ``brain.vectors.index`` (which needs numpy) so that ``info`` can name the stored
 embedder without loading numpy.
+
+Tested with the vector index that records it (``tests/brain/vectors/test_index.py``).
 """
 
 from __future__ import annotations
