@@ -95,11 +95,17 @@ class BrainConfig:
     trace_max_age_days: float = 30.0
     """Maintenance (the ``prune`` task) deletes traces older than this."""
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    read_connections: int = 4
+    """Connections the engine reads on beside its write connection (``brain.store.readpool``):
+    reads (grep, assemble, describe, expand, query, info) never wait for a write on
+    them. 0: every read takes the write connection and its lock, one at a time."""
 
     def __post_init__(self) -> None:
         # Traces are written by every recorded query (and every assemble with
         # recall shadow or on): a retention that keeps nothing or never expires
         # is a mistake to refuse, not a setting to honour.
+        if self.read_connections < 0:
+            raise ValueError(f"read_connections must be 0 or more, got {self.read_connections}")
         if self.trace_max_count < 1:
             raise ValueError(f"trace_max_count must be at least 1, got {self.trace_max_count}")
         if not (math.isfinite(self.trace_max_age_days) and self.trace_max_age_days > 0):

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from brain.config import BrainConfig
 from brain.errors import (
@@ -25,11 +25,13 @@ from brain.errors import (
     NotFound,
     PayloadMissing,
     ProviderError,
+    StorageError,
     StoreBusy,
 )
 from brain.progress import Progress, ignore
 from brain.store.connection import Store, open_store
 from brain.store.identity import stored_identity
+from brain.store.readpool import ReadPool
 from brain.version import __version__
 
 # The engine's parts are imported by the methods that use them, on first call:
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
     from brain.results import EmbeddedQuery, SaveResult
     from brain.vectors.embedders import Embedder
     from brain.vectors.index import VectorIndex
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,13 @@ class Brain:
         self._store = open_store(path, self.config, create=create)
         self.may_switch_embedder = may_switch_embedder
         self.path = self._store.path
+        # Reads go to connections of their own (opened on first need), so they never
+        # wait for the lock a write holds (a compaction's, a bootstrap's, a sync's).
+        self._readers = (
+            ReadPool(self._open_second, self.config.read_connections)
+            if self.config.read_connections > 0
+            else None
+        )
         self._sweep_stray_files()
         self._index_pending_files(self._store)
         # Built on first use (``_parts``): most processes never compact, assemble or
@@ -351,17 +362,17 @@ class Brain:
         if embedded is None:
             embedded = self.embed_query(text)
         vector, embed_ms = embedded.vector, embedded.ms
-        with self._lock:
-            index = self._graph_vectors(embedder)
-            index.verify(self._store)
+        index = self._indexes(embedder)[1]
+        with self._reading() as store:
+            index.verify(store)
             scope = None
             if session is not None:
                 from brain.lcm.context import find_session
 
-                filed = find_session(self._store, session)
+                filed = find_session(store, session)
                 scope = [] if filed is None else [filed.id]
             return run_query(
-                self._store,
+                store,
                 self._graph,
                 index,
                 vector,
@@ -372,6 +383,7 @@ class Brain:
                 record=record,
                 conversations=scope,
                 summaries_only=summaries_only,
+                write=self._write,
             )
 
     def prepare_teach(self, node: NewNode, *, chat_id: str | None = None) -> NewNode:
@@ -383,9 +395,9 @@ class Brain:
             return node
         from brain.graph.traces import find_trace
 
-        with self._lock:
+        with self._reading() as store:
             try:
-                query = find_trace(self._store, chat_id=chat_id).query
+                query = find_trace(store, chat_id=chat_id).query
             except NotFound:
                 return node
         return replace(node, metadata={**node.metadata, "query": query})
@@ -569,9 +581,9 @@ class Brain:
         """A trace with public node ids: by id, else the chat's latest, else the latest."""
         from brain.graph.traces import find_trace, trace_view
 
-        with self._lock:
-            self._graph.refresh(self._store)
-            return trace_view(find_trace(self._store, trace_id, chat_id), self._graph.public)
+        with self._reading() as store:
+            graph = self._graph.refresh(store)
+            return trace_view(find_trace(store, trace_id, chat_id), graph.public)
 
     def maintain(
         self,
@@ -630,6 +642,14 @@ class Brain:
         lets readers and one writer go on together), and its writes are ordinary
         short transactions.
         """
+        store = self._open_second()
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def _open_second(self) -> Store:
+        """Another connection to the file this engine opened (``DatabaseFileLost`` if gone)."""
         try:
             store = open_store(self.path, self.config, create=False)
         except DatabaseMissing:
@@ -637,10 +657,45 @@ class Brain:
         if store.identity != self._store.identity:  # another file now: never work on it
             store.close()
             raise DatabaseFileLost()
-        try:
+        return store
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Store]:
+        """A store to read on: a pooled connection inside one read transaction.
+
+        Its snapshot is one committed state, whatever the write connection is doing.
+        Without a pool, or when no second connection can be opened (the file was
+        moved or deleted: the connection opened before keeps serving reads), the
+        read takes the write connection under the lock, as every read once did.
+        """
+        loan = None
+        if self._readers is not None and not self._store.lost:
+            with contextlib.suppress(StorageError, RuntimeError):
+                loan = self._readers.read()
+        if loan is None:
+            with self._lock:
+                yield self._store
+            return
+        with loan as store:
             yield store
-        finally:
-            store.close()
+
+    def _write(self, work: Callable[[Store], T], /) -> T:
+        """Run ``work`` on the write connection under the lock (a read's small write)."""
+        with self._lock:
+            return work(self._store)
+
+    def _indexes(self, embedder: Embedder) -> tuple[VectorIndex, VectorIndex]:
+        """grep's and the graph's vector indexes for ``embedder``, made under the lock once.
+
+        Making one checks (and, when allowed, switches) the stored identity, a write;
+        using one afterwards is a read (the indexes are safe to share between threads).
+        """
+        index, graph_index = self._index, self._graph_index
+        if index is None or graph_index is None or self._index_embedder is not embedder:
+            with self._lock:
+                index = self._vector_index(embedder)
+                graph_index = self._graph_vectors(embedder)
+        return index, graph_index
 
     # -- reads --------------------------------------------------------------
 
@@ -654,8 +709,7 @@ class Brain:
 
     def info(self) -> Info:
         """Counts of what is stored (always read fresh, so other processes' commits show)."""
-        with self._lock:
-            store = self._store
+        with self._reading() as store:
             row = store.one(
                 "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages), "
                 "(SELECT count(*) FROM large_files), (SELECT count(*) FROM summaries), "
@@ -691,8 +745,7 @@ class Brain:
         """The message exactly as the client sent it (payload files read back)."""
         from brain.lcm.ids import generated_row_id
 
-        with self._lock:
-            store = self._store
+        with self._reading() as store:
             row = store.one(
                 "SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id "
                 "WHERE c.session_id = ? AND m.client_id = ?",
@@ -708,14 +761,14 @@ class Brain:
                 )
             if row is None:
                 raise NotFound(f"no message {message_id!r} in session {session!r}")
-            message = self._restore(int(row[0]))
+            message = self._restore(store, int(row[0]))
             message["id"] = message_id
             return message
 
     def recall_text(self, session: str) -> str:
         """The query ``assemble``'s recall runs: the session's newest user message ("" if none)."""
-        with self._lock:
-            row = self._store.one(
+        with self._reading() as store:
+            row = store.one(
                 "SELECT m.content FROM messages m JOIN conversations c "
                 "ON c.id = m.conversation_id WHERE c.session_id = ? AND m.role = 'user' "
                 "AND m.suppressed_at IS NULL ORDER BY m.seq DESC LIMIT 1",
@@ -751,12 +804,10 @@ class Brain:
 
         recall = recall or self.config.recall_mode
         if recall == "off":
-            with self._lock:
-                return self._assembler.assemble(self._store, session, options)
+            return self._assemble(session, options)
         text = embedded.text if embedded is not None else self.recall_text(session)
         if not text:
-            with self._lock:
-                assembled = self._assembler.assemble(self._store, session, options)
+            assembled = self._assemble(session, options)
             return replace(assembled, recall=RecallReport(recall, None, [], False, 0))
         max_chars = max(1, min(RECALL_MAX_CHARS, options.budget))  # ~a quarter in tokens
         found = self.query(
@@ -770,8 +821,7 @@ class Brain:
         if recall == "on" and found.context:
             block = f'<recall trace="{found.trace_id}">\n{found.context}\n</recall>'
             options = replace(options, recall_block=block)
-        with self._lock:
-            assembled = self._assembler.assemble(self._store, session, options)
+        assembled = self._assemble(session, options)
         report = RecallReport(
             recall,
             found.trace_id,
@@ -780,6 +830,12 @@ class Brain:
             assembled.recall_tokens,
         )
         return replace(assembled, recall=report)
+
+    def _assemble(self, session: str, options: AssembleOptions) -> Assembled:
+        """Assemble on a read connection; a budget or flush mark to remember goes to the
+        write path (only when it changes, so assembles rarely take the lock)."""
+        with self._reading() as store:
+            return self._assembler.assemble(store, session, options, write=self._write)
 
     def describe(
         self,
@@ -793,14 +849,14 @@ class Brain:
         """Describe a summary, payload file or message id within a session (None: all)."""
         from brain.lcm.describe import describe
 
-        with self._lock:
+        with self._reading() as store:
             return describe(
-                self._store,
+                store,
                 target,
-                self._scope(session),
+                self._scope(store, session),
                 max_tokens=max_tokens,
                 lines=lines,
-                get_message=functools.partial(self._restore, keep_missing=True),
+                get_message=functools.partial(self._restore, store, keep_missing=True),
                 include_suppressed=include_suppressed,
             )
 
@@ -813,8 +869,9 @@ class Brain:
 
         stamp = normalize_time(None, "now")
         with self._lock:
+            store = self._store
             return set_suppressed(
-                self._store, ids, self._scope(session), suppressed=suppressed, now=stamp
+                store, ids, self._scope(store, session), suppressed=suppressed, now=stamp
             )
 
     def expand(
@@ -823,8 +880,8 @@ class Brain:
         """Walk a summary down to its sources under a token cap."""
         from brain.lcm.describe import expand
 
-        with self._lock:
-            return expand(self._store, summary_id, self._scope(session), max_tokens=max_tokens)
+        with self._reading() as store:
+            return expand(store, summary_id, self._scope(store, session), max_tokens=max_tokens)
 
     def expand_query(
         self,
@@ -858,13 +915,13 @@ class Brain:
         """``expand_query``'s database part: the passages, and the extractive answer over them."""
         from brain.recall.expand import Draft, extract, gather
 
-        with self._lock:
+        with self._reading() as store:
             gathered = gather(
-                self._store,
+                store,
                 prompt,
                 summary_ids=summary_ids,
                 query=query,
-                scope=self._scope(session),
+                scope=self._scope(store, session),
             )
         return Draft(gathered, extract(gathered, max_tokens), max_tokens)
 
@@ -903,13 +960,13 @@ class Brain:
                 embedded = self.embed_query(options.query)
             query_vector = embedded.vector
             if self.embed_before_search > 0:
-                with self._lock:
-                    scope = self._grep_scope(options, session, session_key).conversations
+                with self._reading() as store:
+                    scope = self._grep_scope(store, options, session, session_key).conversations
                 if scope != ():
                     self._embed_queued(embedder, scope, self.embed_before_search)
-        with self._lock:
-            store = self._store
-            options = self._grep_scope(options, session, session_key)
+        index = self._indexes(embedder)[0] if query_vector is not None else None
+        with self._reading() as store:
+            options = self._grep_scope(store, options, session, session_key)
             if options.since is not None:
                 options = replace(options, since=normalize_time(options.since, "since"))
             if options.before is not None:
@@ -917,8 +974,7 @@ class Brain:
             if options.conversations == ():
                 return []
             nearest: Nearest | None = None
-            if query_vector is not None:
-                index = self._vector_index(embedder)
+            if query_vector is not None and index is not None:
                 index.verify(store)  # another process may have switched the embedder
                 scope = options.conversations
 
@@ -928,10 +984,9 @@ class Brain:
             return grep(store, options, nearest)
 
     def _grep_scope(
-        self, options: GrepOptions, session: str | None, session_key: str | None
+        self, store: Store, options: GrepOptions, session: str | None, session_key: str | None
     ) -> GrepOptions:
-        """``options`` narrowed to the session's or session key's conversations (locked)."""
-        store = self._store
+        """``options`` narrowed to the session's or session key's conversations."""
         if session is not None:
             from brain.lcm.context import find_session
 
@@ -1065,8 +1120,8 @@ class Brain:
         """Sessions whose context list shows a withheld summary awaiting its rebuild."""
         from brain.lcm.suppress import withheld_sessions
 
-        with self._lock:
-            return withheld_sessions(self._store)
+        with self._reading() as store:
+            return withheld_sessions(store)
 
     def stop_compactions(self) -> None:
         """Let running compactions finish their current pass and start no more."""
@@ -1093,16 +1148,18 @@ class Brain:
         with self._lock:
             return conversation_id(self._store, session)
 
-    def _scope(self, session: str | None) -> Callable[[int], bool]:
+    def _scope(self, store: Store, session: str | None) -> Callable[[int], bool]:
+        from brain.lcm.context import conversation_id
+
         if session is None:
             return lambda _conversation_id: True
         try:
-            wanted = self._conversation_id(session)
+            wanted = conversation_id(store, session)
         except NotFound:
             return lambda _conversation_id: False
         return lambda conversation_id: conversation_id == wanted
 
-    def _restore(self, row_id: int, *, keep_missing: bool = False) -> dict[str, Any]:
+    def _restore(self, store: Store, row_id: int, *, keep_missing: bool = False) -> dict[str, Any]:
         """The message with this row id as the client sent it.
 
         A payload file that is gone raises ``PayloadMissing``; with
@@ -1111,33 +1168,31 @@ class Brain:
         from brain.lcm.content import restore
         from brain.payloads.files import read_stored_file
 
-        with self._lock:
-            store = self._store
-            row = store.one(
-                "SELECT role, name, content, content_shape, extra FROM messages WHERE id = ?",
+        row = store.one(
+            "SELECT role, name, content, content_shape, extra FROM messages WHERE id = ?",
+            (row_id,),
+        )
+        if row is None:
+            raise NotFound(f"no message row {row_id}")
+        parts = [
+            (str(p[0]), str(p[1]), p[2], p[3], p[4])
+            for p in store.execute(
+                "SELECT kind, origin, tool_call_id, block, file_id FROM message_parts "
+                "WHERE message_id = ? ORDER BY ordinal",
                 (row_id,),
             )
-            if row is None:
-                raise NotFound(f"no message row {row_id}")
-            parts = [
-                (str(p[0]), str(p[1]), p[2], p[3], p[4])
-                for p in store.execute(
-                    "SELECT kind, origin, tool_call_id, block, file_id FROM message_parts "
-                    "WHERE message_id = ? ORDER BY ordinal",
-                    (row_id,),
-                )
-            ]
-            files_dir = store.files_dir
+        ]
+        files_dir = store.files_dir
 
-            def read(file_id: str) -> bytes | None:
-                try:
-                    return read_stored_file(files_dir, file_id)
-                except PayloadMissing:
-                    if keep_missing:
-                        return None
-                    raise
+        def read(file_id: str) -> bytes | None:
+            try:
+                return read_stored_file(files_dir, file_id)
+            except PayloadMissing:
+                if keep_missing:
+                    return None
+                raise
 
-            return restore(str(row[0]), row[1], str(row[2]), str(row[3]), parts, read, row[4])
+        return restore(str(row[0]), row[1], str(row[2]), str(row[3]), parts, read, row[4])
 
     @contextlib.contextmanager
     def _locked_store(self) -> Iterator[Store]:
@@ -1185,6 +1240,8 @@ class Brain:
             old, self._store = self._store, store
             with contextlib.suppress(Exception):
                 old.close()
+            if self._readers is not None:
+                self._readers.reset()  # they read the file opened before
             # Parts never built hold nothing to forget.
             if self._built_assembler is not None:
                 self._built_assembler.forget()
@@ -1202,6 +1259,8 @@ class Brain:
         a moved database, and whatever database is opened at that path next would
         otherwise read this one's pages from it.
         """
+        if self._readers is not None:
+            self._readers.close()
         with self._lock:
             with contextlib.suppress(Exception):
                 if self._store.at_path():

@@ -23,7 +23,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, cast
 
 import orjson
@@ -210,46 +210,146 @@ class EdgeWrite:
     kind: str
 
 
+@dataclass(frozen=True, slots=True)
+class GraphState:
+    """One consistent state of the mirror: what the tables held at ``epoch``.
+
+    Never changed once published, so a reader holding one (a query's traversal)
+    sees every write either whole or not at all, without any lock. Writers make
+    a new state and swap it in (``Graph.apply``). The one exception is additive:
+    a summary node first seen by a search is added in place (``summary_node``);
+    it existed in the tables at this epoch already, the mirror only learns of it.
+    """
+
+    epoch: int | None = None
+    out: dict[int, dict[int, float]] = field(default_factory=dict)
+    """Outgoing edges: source -> {target: weight}."""
+    inc: dict[int, dict[int, float]] = field(default_factory=dict)
+    """Incoming edges: target -> {source: weight}."""
+    authority: dict[int, str] = field(default_factory=dict)
+    kind: dict[int, str] = field(default_factory=dict)
+    public: dict[int, str] = field(default_factory=dict)
+    by_public: dict[str, int] = field(default_factory=dict)
+    by_summary: dict[int, int] = field(default_factory=dict)
+    """Summary row id -> its node's row id."""
+    prior: dict[int, float] = field(default_factory=dict)
+    """Learned priors of the nodes that have one (absent: 0)."""
+    _adding: threading.Lock = field(default_factory=threading.Lock, compare=False)
+
+    def neighbours(self, row_id: int) -> dict[int, float]:
+        """Outgoing edges of a node (never changed: safe to keep for this state's life)."""
+        return self.out.get(row_id, {})
+
+    def summary_node(self, store: Store, summary_row: int) -> int | None:
+        """The node of a summary; looked up (and remembered) when made since the last load.
+
+        Summary nodes are made by compaction without touching the graph epoch (they
+        have no edges yet), so the mirror learns about them here, on first sight.
+        """
+        found = self.by_summary.get(summary_row)
+        if found is not None:
+            return found
+        row = store.one(
+            "SELECT id, node_id, authority FROM nodes WHERE summary_id = ?", (summary_row,)
+        )
+        if row is None:
+            return None
+        with self._adding:
+            _add_nodes(self, [(int(row[0]), str(row[1]), "summary", str(row[2]), summary_row)])
+        return int(row[0])
+
+
+def _add_nodes(state: GraphState, nodes: Sequence[tuple[int, str, str, str, int | None]]) -> None:
+    """Add node entries to ``state``'s maps in place (only to a state not yet published,
+    or for nodes that already exist at its epoch)."""
+    for row_id, node_id, node_kind, node_authority, summary in nodes:
+        state.kind[row_id] = node_kind
+        state.authority[row_id] = node_authority
+        state.public[row_id] = node_id
+        state.by_public[node_id] = row_id
+        if summary is not None:
+            state.by_summary[summary] = row_id
+
+
 class Graph:
     """The hot mirror of one database's graph; safe to share between threads.
 
-    Readers take a consistent snapshot of the maps under the lock only to look
-    neighbours up; writers go through ``write_edges``/``note_nodes`` after their
-    transaction commits.
+    It holds one ``GraphState`` at a time. Readers take it once (``refresh``
+    returns it) and use it throughout; writers go through ``apply`` after their
+    transaction commits, which swaps in a copy with the write applied, so a
+    reader never sees half of one.
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._epoch: int | None = None
-        self.out: dict[int, dict[int, float]] = {}
-        """Outgoing edges: source -> {target: weight}."""
-        self.inc: dict[int, dict[int, float]] = {}
-        """Incoming edges: target -> {source: weight}."""
-        self.authority: dict[int, str] = {}
-        self.kind: dict[int, str] = {}
-        self.public: dict[int, str] = {}
-        self.by_public: dict[str, int] = {}
-        self.by_summary: dict[int, int] = {}
-        """Summary row id -> its node's row id."""
-        self.prior: dict[int, float] = {}
-        """Learned priors of the nodes that have one (absent: 0)."""
+        self._lock = threading.Lock()  # serialises swaps (and in-place additions with them)
+        self._state = GraphState()
+
+    # The current state's maps, for writers (under the engine's write lock) and tests.
+
+    @property
+    def out(self) -> dict[int, dict[int, float]]:
+        """Outgoing edges of the current state: source -> {target: weight}."""
+        return self._state.out
+
+    @property
+    def inc(self) -> dict[int, dict[int, float]]:
+        """Incoming edges of the current state: target -> {source: weight}."""
+        return self._state.inc
+
+    @property
+    def authority(self) -> dict[int, str]:
+        """Node row id -> authority, in the current state."""
+        return self._state.authority
+
+    @property
+    def kind(self) -> dict[int, str]:
+        """Node row id -> kind, in the current state."""
+        return self._state.kind
+
+    @property
+    def public(self) -> dict[int, str]:
+        """Node row id -> public id, in the current state."""
+        return self._state.public
+
+    @property
+    def by_public(self) -> dict[str, int]:
+        """Public id -> node row id, in the current state."""
+        return self._state.by_public
+
+    @property
+    def by_summary(self) -> dict[int, int]:
+        """Summary row id -> its node's row id, in the current state."""
+        return self._state.by_summary
+
+    @property
+    def prior(self) -> dict[int, float]:
+        """Learned priors of the current state's nodes that have one (absent: 0)."""
+        return self._state.prior
 
     @property
     def node_count(self) -> int:
         """Nodes in the mirror."""
-        return len(self.kind)
+        return len(self._state.kind)
 
     @property
     def edge_count(self) -> int:
         """Edges in the mirror."""
-        return sum(len(targets) for targets in self.out.values())
+        return sum(len(targets) for targets in self._state.out.values())
 
-    def refresh(self, store: Store) -> None:
-        """Reload from the tables if anything but this mirror's own writes changed them."""
+    def snapshot(self) -> GraphState:
+        """The current state (never changed afterwards; see ``GraphState``)."""
+        return self._state
+
+    def refresh(self, store: Store) -> GraphState:
+        """The state matching ``store``'s graph epoch, reloaded from the tables if needed.
+
+        The epoch and the tables are read in the caller's transaction (a read
+        connection's snapshot), so a reloaded state is one committed state.
+        """
         epoch = graph_epoch(store)
-        with self._lock:
-            if self._epoch == epoch:
-                return
+        current = self._state
+        if current.epoch == epoch:
+            return current
         out: dict[int, dict[int, float]] = {}
         inc: dict[int, dict[int, float]] = {}
         for source, target, weight in store.execute("SELECT source, target, weight FROM edges"):
@@ -271,75 +371,78 @@ class Graph:
             public[row_id] = node_id
             if summary is not None:
                 by_summary[int(summary)] = row_id
+        loaded = GraphState(
+            epoch,
+            out,
+            inc,
+            authority,
+            kind,
+            public,
+            {v: k for k, v in public.items()},
+            by_summary,
+            prior,
+        )
         with self._lock:
-            self.out, self.inc = out, inc
-            self.authority, self.kind, self.public = authority, kind, public
-            self.by_public = {v: k for k, v in public.items()}
-            self.by_summary = by_summary
-            self.prior = prior
-            self._epoch = epoch
+            self._state = loaded
+        return loaded
 
     def invalidate(self) -> None:
         """Forget the loaded state: the next ``refresh`` reloads."""
         with self._lock:
-            self._epoch = None
+            self._state = replace(self._state, epoch=None)
 
-    def applied(self, before: int, after: int) -> bool:
-        """Whether this mirror may apply its own write (epoch ``before`` -> ``after``).
+    def apply(
+        self,
+        before: int,
+        after: int,
+        *,
+        nodes: Sequence[tuple[int, str, str, str, int | None]] = (),
+        edges: Sequence[EdgeWrite] = (),
+        priors: dict[int, float] | None = None,
+    ) -> bool:
+        """Apply this process's committed write (epoch ``before`` -> ``after``) in one swap.
 
-        True when the mirror reflected ``before``: it then moves to ``after`` and the
-        caller updates the maps. Otherwise the mirror is marked stale (reload later).
+        ``nodes``: inserted (row id, public id, kind, authority, summary row);
+        ``edges``: written weights (weight 0 removes nothing: it is stored); ``priors``:
+        written priors. Applied when the mirror reflected ``before``: a copy with the
+        write becomes the state. Otherwise the mirror is marked stale (reload later).
+        Returns whether it was applied.
         """
         with self._lock:
-            if self._epoch is not None and self._epoch == before and after == before + 1:
-                self._epoch = after
-                return True
-            self._epoch = None
-            return False
-
-    def set_edges(self, edges: Sequence[EdgeWrite]) -> None:
-        """Apply committed edge writes to the maps (weight 0 removes nothing: it is stored)."""
-        with self._lock:
-            for e in edges:
-                self.out.setdefault(e.source, {})[e.target] = e.weight
-                self.inc.setdefault(e.target, {})[e.source] = e.weight
-
-    def set_priors(self, priors: dict[int, float]) -> None:
-        """Apply committed prior writes to the mirror."""
-        with self._lock:
-            self.prior.update(priors)
-
-    def add_nodes(self, nodes: Sequence[tuple[int, str, str, str, int | None]]) -> None:
-        """Apply committed node inserts: (row id, public id, kind, authority, summary row)."""
-        with self._lock:
-            for row_id, node_id, node_kind, node_authority, summary in nodes:
-                self.kind[row_id] = node_kind
-                self.authority[row_id] = node_authority
-                self.public[row_id] = node_id
-                self.by_public[node_id] = row_id
-                if summary is not None:
-                    self.by_summary[summary] = row_id
+            state = self._state
+            if state.epoch is None or state.epoch != before or after != before + 1:
+                self._state = replace(state, epoch=None)
+                return False
+            out, inc = dict(state.out), dict(state.inc)
+            for e in edges:  # copy each touched row once, then write into the copy
+                if out.get(e.source) is state.out.get(e.source):
+                    out[e.source] = dict(state.out.get(e.source, {}))
+                if inc.get(e.target) is state.inc.get(e.target):
+                    inc[e.target] = dict(state.inc.get(e.target, {}))
+                out[e.source][e.target] = e.weight
+                inc[e.target][e.source] = e.weight
+            new = GraphState(
+                after,
+                out,
+                inc,
+                dict(state.authority) if nodes else state.authority,
+                dict(state.kind) if nodes else state.kind,
+                dict(state.public) if nodes else state.public,
+                dict(state.by_public) if nodes else state.by_public,
+                dict(state.by_summary) if nodes else state.by_summary,
+                {**state.prior, **priors} if priors else state.prior,
+            )
+            _add_nodes(new, nodes)
+            self._state = new
+            return True
 
     def summary_node(self, store: Store, summary_row: int) -> int | None:
-        """The node of a summary; looked up (and remembered) when made since the last load.
-
-        Summary nodes are made by compaction without touching the graph epoch (they
-        have no edges yet), so the mirror learns about them here, on first sight.
-        """
-        found = self.by_summary.get(summary_row)
-        if found is not None:
-            return found
-        row = store.one(
-            "SELECT id, node_id, authority FROM nodes WHERE summary_id = ?", (summary_row,)
-        )
-        if row is None:
-            return None
-        self.add_nodes([(int(row[0]), str(row[1]), "summary", str(row[2]), summary_row)])
-        return int(row[0])
+        """The current state's ``summary_node`` (see ``GraphState.summary_node``)."""
+        return self._state.summary_node(store, summary_row)
 
     def neighbours(self, row_id: int) -> dict[int, float]:
-        """Outgoing edges of a node (a live view: do not keep it across writes)."""
-        return self.out.get(row_id, {})
+        """Outgoing edges of a node in the current state."""
+        return self._state.out.get(row_id, {})
 
 
 def write_edges(store: Store, edges: Sequence[EdgeWrite]) -> None:

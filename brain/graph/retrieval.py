@@ -31,6 +31,7 @@ from brain.graph.nodes import (
     AUTHORITY_RANK,
     EdgeWrite,
     Graph,
+    GraphState,
     NewNode,
     Node,
     bump_epoch,
@@ -44,6 +45,7 @@ from brain.graph.nodes import (
 from brain.graph.traces import Trace, find_trace, mark_learned, save_trace
 from brain.graph.traverse import TraverseOptions, traverse
 from brain.store.connection import Store
+from brain.store.readpool import WritePath, on_store
 from brain.vectors.index import Pending, VectorIndex, text_hash
 
 CONNECT_K: Final = 5
@@ -86,7 +88,7 @@ class QueryResult:
 
 def run_query(
     store: Store,
-    graph: Graph,
+    graph_: Graph,
     index: VectorIndex,
     vector: npt.NDArray[np.float32],
     text: str,
@@ -97,15 +99,18 @@ def run_query(
     record: bool = True,
     conversations: Sequence[int] | None = None,
     summaries_only: bool = False,
+    write: WritePath | None = None,
 ) -> QueryResult:
     """Seed, traverse, record the trace (unless ``record`` is False), build the context.
 
     ``conversations``: only summaries of these conversations may fire (taught,
     directive and workspace nodes also may, unless ``summaries_only``); None lets
-    every summary fire.
+    every summary fire. ``write``: where the trace is recorded (default: ``store``);
+    the engine reads on a read connection and records on its write path. The
+    whole query reads one state of the mirror, whatever is written meanwhile.
     """
     started = time.perf_counter()
-    graph.refresh(store)
+    graph = graph_.refresh(store)
     suppressed = _suppressed_summaries(store)
     outside = _OutsideScope(store, graph, conversations, summaries_only)
     blocked = _Blocked(suppressed, outside)
@@ -124,13 +129,18 @@ def run_query(
     }
     trace_id = ""
     if record:
-        with store.transaction():
-            trace_id = save_trace(store, text, chat_id, traversal, timings, shown_rows)
-            stamp = now_iso()
-            store.executemany(
-                "UPDATE nodes SET fire_count = fire_count + 1, last_fired_at = ? WHERE id = ?",
-                [(stamp, n) for n in traversal.fired],
-            )
+
+        def save(target: Store) -> str:
+            with target.transaction():
+                saved = save_trace(target, text, chat_id, traversal, timings, shown_rows)
+                stamp = now_iso()
+                target.executemany(
+                    "UPDATE nodes SET fire_count = fire_count + 1, last_fired_at = ? WHERE id = ?",
+                    [(stamp, n) for n in traversal.fired],
+                )
+            return saved
+
+        trace_id = (write or on_store(store))(save)
     timings["total_ms"] = round(embed_ms + (time.perf_counter() - started) * 1000, 3)
     public = graph.public
     return QueryResult(
@@ -145,7 +155,7 @@ def run_query(
 
 def _seeds(
     store: Store,
-    graph: Graph,
+    graph: Graph | GraphState,
     index: VectorIndex,
     vector: npt.NDArray[np.float32],
     k: int,
@@ -178,7 +188,7 @@ class _OutsideScope:
     def __init__(
         self,
         store: Store,
-        graph: Graph,
+        graph: GraphState,
         conversations: Sequence[int] | None,
         summaries_only: bool = False,
     ) -> None:
@@ -345,9 +355,7 @@ def teach(
         edges = clamped(edges)
         write_edges(store, edges)
         after = bump_epoch(store)
-    if graph.applied(before, after):
-        graph.add_nodes(added)
-        graph.set_edges(edges)
+    graph.apply(before, after, nodes=added, edges=edges)
     public = graph.public
     connected = [public.get(n, str(n)) for n, _ in neighbours[:CONNECT_K] if n != row_id]
     return TeachResult(
@@ -424,9 +432,7 @@ def learn(
         write_edges(store, result.edges)
         mark_learned(store, trace.row_id, outcome)
         after = bump_epoch(store)
-    if graph.applied(before, after):
-        graph.set_edges(result.edges)
-        graph.set_priors(priors)
+    graph.apply(before, after, edges=result.edges, priors=priors)
     return LearnResult(trace.id, len(result.edges), result.advantage, result.baseline)
 
 

@@ -29,6 +29,7 @@ incrementally.
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final, Literal
@@ -37,8 +38,16 @@ import orjson
 
 from brain.config import CompactionConfig
 from brain.errors import NotFound
-from brain.lcm.budgets import follow, sizes
-from brain.lcm.context import Conversation, Item, conversation, items, mark_flushed, tail_start
+from brain.lcm.budgets import follow, follow_due, sizes
+from brain.lcm.context import (
+    Conversation,
+    Item,
+    conversation,
+    conversation_by_id,
+    items,
+    mark_flushed,
+    tail_start,
+)
 from brain.lcm.dag import Summary, load_summaries, summary_xml, withheld_xml
 from brain.lcm.messages import StoredMessage, load_messages
 from brain.lcm.pairing import answered_messages
@@ -56,6 +65,7 @@ from brain.lcm.render import (
     turn_tokens,
 )
 from brain.store.connection import Store
+from brain.store.readpool import WritePath, on_store
 from brain.tokens import estimate_tokens, message_cost
 
 Format = Literal["openai", "anthropic"]
@@ -140,26 +150,44 @@ class _View:
 class Assembler:
     """Assembles contexts for one engine; holds the per-conversation cache.
 
-    Not thread-safe by itself: the engine calls it under its lock.
+    Thread-safe: assembles of one conversation take turns (they share its cached
+    view); other conversations' go on beside them. Each may read on its own
+    connection, at its own snapshot (see ``_view``).
     """
 
     def __init__(self, config: CompactionConfig) -> None:
         self.config = config
         self._views: dict[int, _View] = {}
+        self._guard = threading.Lock()  # the views dict and the per-conversation locks
+        self._turns: dict[int, threading.Lock] = {}
 
-    def assemble(self, store: Store, session: str, options: AssembleOptions) -> Assembled:
+    def assemble(
+        self,
+        store: Store,
+        session: str,
+        options: AssembleOptions,
+        *,
+        write: WritePath | None = None,
+    ) -> Assembled:
         """Build the context for ``session``.
 
         A session with no messages yet (the first turn of a chat) has an empty
-        context; asking does not create the session.
+        context; asking does not create the session. ``write``: where the session's
+        new budget or flush mark is written, when one changes (default: ``store``);
+        the engine reads on a read connection and writes on its write path.
         """
         try:
             conv = conversation(store, session)
         except NotFound:
             return _empty(options)
-        return self._assemble(store, conv, options)
+        with self._guard:
+            turn = self._turns.setdefault(conv.id, threading.Lock())
+        with turn:
+            return self._assemble(store, conv, options, write or on_store(store))
 
-    def _assemble(self, store: Store, conv: Conversation, options: AssembleOptions) -> Assembled:
+    def _assemble(
+        self, store: Store, conv: Conversation, options: AssembleOptions, write: WritePath
+    ) -> Assembled:
         view = self._view(store, conv)
         start, cut, tail, tail_stubs, pinned, prefix, shed = self._split(store, conv, view, options)
         pinned_cost = sum(i.token_count for i in pinned)
@@ -215,8 +243,11 @@ class Assembler:
         summaries_in = sum(1 for i, _ in chosen if not i.is_message)
         summaries_all = len(view.summary_indices)
         # Written only when the session's budget changes: assemble stays a read.
-        changed = follow(store, conv, options.budget)
-        flush = self._flush_due(store, conv, tail, options.budget if changed else conv.budget)
+        changed = False
+        if follow_due(conv, options.budget):
+            budget = options.budget
+            changed = write(lambda s: follow(s, conversation_by_id(s, conv.id), budget))
+        flush = self._flush_due(write, conv, tail, options.budget if changed else conv.budget)
         return Assembled(
             messages=messages,
             system=system,
@@ -367,16 +398,22 @@ class Assembler:
 
     def forget(self, conversation_id: int | None = None) -> None:
         """Drop cached views (one conversation, or all)."""
-        if conversation_id is None:
-            self._views.clear()
-        else:
-            self._views.pop(conversation_id, None)
+        with self._guard:
+            if conversation_id is None:
+                self._views.clear()
+            else:
+                self._views.pop(conversation_id, None)
 
     # -- cache ----------------------------------------------------------------
 
     def _view(self, store: Store, conv: Conversation) -> _View:
-        view = self._views.get(conv.id)
+        with self._guard:
+            view = self._views.get(conv.id)
         epoch = (conv.compaction_epoch, conv.suppress_epoch)
+        if view is not None and (view.version > conv.context_version or view.epoch > epoch):
+            # This read's snapshot is older than the cached view (another read, begun
+            # later, refreshed it): build one for this snapshot and leave the cache be.
+            return self._load_view(store, conv, None)
         if view is not None and view.version == conv.context_version and view.epoch == epoch:
             return view
         if view is not None and view.epoch == epoch and view.items:
@@ -390,21 +427,26 @@ class Assembler:
             view.positions += [i.pos for i in new]
             view.version = conv.context_version
             return view
+        view = self._load_view(store, conv, view)
+        with self._guard:
+            if len(self._views) >= _VIEW_LIMIT:
+                self._views.pop(next(iter(self._views)))
+            self._views[conv.id] = view
+        return view
+
+    def _load_view(self, store: Store, conv: Conversation, old_view: _View | None) -> _View:
+        """A view of ``conv`` read whole from ``store`` (keeping ``old_view``'s messages)."""
         loaded = items(store, conv.id)
-        old = view.entries if view is not None else {}
-        view = _View(
+        old = old_view.entries if old_view is not None else {}
+        return _View(
             conv.context_version,
-            epoch,
+            (conv.compaction_epoch, conv.suppress_epoch),
             loaded,
             [i.pos for i in loaded],
             {k: v for k, v in old.items() if k[0] == "m"},  # messages never change
             [n for n, i in enumerate(loaded) if not i.is_message],
             _system_positions(store, conv.id, 0),
         )
-        if len(self._views) >= _VIEW_LIMIT:
-            self._views.pop(next(iter(self._views)))
-        self._views[conv.id] = view
-        return view
 
     def _entry(self, store: Store, view: _View, item: Item) -> _Entry:
         """The rendered entry of one item, loading it (and a batch before it) if needed."""
@@ -448,10 +490,11 @@ class Assembler:
         return entry
 
     def _flush_due(
-        self, store: Store, conv: Conversation, tail: list[Item], budget: int | None
+        self, write: WritePath, conv: Conversation, tail: list[Item], budget: int | None
     ) -> bool:
         """True once per compaction epoch when raw history nears the compaction threshold
-        (the session's, sized by the budget it follows)."""
+        (the session's, sized by the budget it follows). The mark is written (and
+        checked again) on the write path, so two assembles at once recommend it once."""
         if conv.flush_epoch == conv.compaction_epoch:
             return False
         raw_tail = sum(i.token_count for i in tail if i.is_message)
@@ -459,9 +502,16 @@ class Assembler:
         sized = sizes(self.config, budget)
         if outside < sized.threshold - sized.flush_soft:
             return False
-        with store.transaction():
-            mark_flushed(store, conv.id, conv.compaction_epoch)
-        return True
+        epoch = conv.compaction_epoch
+
+        def mark(target: Store) -> bool:
+            with target.transaction():
+                if conversation_by_id(target, conv.id).flush_epoch == epoch:
+                    return False  # another assemble recommended it meanwhile
+                mark_flushed(target, conv.id, epoch)
+            return True
+
+        return write(mark)
 
 
 def _summary_rank(item: Item) -> tuple[int, int]:

@@ -89,9 +89,8 @@ def sizes(config: CompactionConfig, budget: int | None) -> Sizes:
     )
 
 
-def follow(store: Store, conv: Conversation, budget: int) -> bool:
-    """Remember that ``conv`` was assembled with ``budget``; True if the remembered
-    budget changed (and was written)."""
+def follow_due(conv: Conversation, budget: int) -> bool:
+    """Whether assembling ``conv`` with ``budget`` changes the budget it follows (no write)."""
     current = conv.budget
     if current == budget:
         return False
@@ -99,6 +98,14 @@ def follow(store: Store, conv: Conversation, budget: int) -> bool:
         since = conv.max_seq - (conv.budget_seq or 0)
         if since < FORGET_AFTER:
             return False  # the smaller one is recent: it still counts
+    return True
+
+
+def follow(store: Store, conv: Conversation, budget: int) -> bool:
+    """Remember that ``conv`` was assembled with ``budget``; True if the remembered
+    budget changed (and was written)."""
+    if not follow_due(conv, budget):
+        return False
     with store.transaction():
         store.execute(
             "UPDATE conversations SET assemble_budget = ?, assemble_budget_seq = ? WHERE id = ?",
