@@ -1744,6 +1744,127 @@ def bench_maintain_reads(shared: Shared, work: Path) -> Metrics:
     return out
 
 
+# -- reads beside long writes -------------------------------------------------------------
+
+RUW_NODES: Final = 100_000
+"""Graph size for ``read_under_write`` when named in ``--only`` (else a tenth of it)."""
+RUW_MESSAGES: Final = 50_000
+"""Messages of the session it compacts when named in ``--only`` (else a tenth of it)."""
+RUW_IDLE_SAMPLES: Final = 100
+RUW_TAUGHT: Final = 20  # nodes taught with vectors, so a query has seeds
+
+
+def _ruw_sizes(s: Settings) -> tuple[int, int]:
+    scale = 1 if s.heavy else 10
+    return s.n(RUW_NODES // scale, 500), s.n(RUW_MESSAGES // scale, 500)
+
+
+def _ruw_params(s: Settings) -> dict[str, Any]:
+    nodes, messages = _ruw_sizes(s)
+    return {
+        "nodes": nodes,
+        "edges": nodes * MAINTAIN_FANOUT,
+        "compacted_messages": messages,
+        "content": "maintain_reads' graph and 200-message session 's', plus a tool-heavy "
+        f"agent session of {messages} messages (auto-compaction off) and {RUW_TAUGHT} "
+        "taught nodes",
+        "reads": "grep (full text, session s), assemble (session s, budget 4,000) and query "
+        "(graph, not recorded) in turn on one client, idle, then while maintain (all tasks) "
+        "runs, then while a full sweep (compact, extractive) of the agent session runs, "
+        "each long write on another request of the same daemon",
+        "target": "each read's p99 during a write within 2x of its idle p99",
+    }
+
+
+def _reads_during(
+    client: Client, reads: dict[str, tuple[str, dict[str, Any]]], method: str, params: Any
+) -> tuple[dict[str, list[int]], float]:
+    """Read latencies (ns) sampled in turn until the long ``method`` call is answered."""
+    import threading
+
+    done = threading.Event()
+    wall: list[float] = []
+
+    def run() -> None:
+        try:
+            t = time.perf_counter()
+            client.call(method, params, timeout=3_600)
+            wall.append(time.perf_counter() - t)
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    samples: dict[str, list[int]] = {name: [] for name in reads}
+    while not done.is_set():
+        for name, (read, read_params) in reads.items():
+            t = time.perf_counter_ns()
+            client.call(read, read_params, timeout=3_600)
+            samples[name].append(time.perf_counter_ns() - t)
+    worker.join()
+    if not wall:
+        raise RuntimeError(f"{method} failed during read_under_write")
+    return samples, wall[0]
+
+
+def bench_read_under_write(shared: Shared, work: Path) -> Metrics:
+    """grep, assemble and query p99 through the daemon: idle, during maintain, during a sweep.
+
+    The writes run on the same daemon as the reads (another request), as a host
+    sees them. Reads that took the engine lock waited for every chunk the write
+    held it for; reads on read connections wait for none.
+    """
+    nodes, messages = _ruw_sizes(shared.settings)
+    db = work / "read-under-write.db"
+    print(f"  read_under_write: building {nodes} nodes, {messages} messages", file=sys.stderr)
+    t0 = time.perf_counter()
+    _build_maintain_graph(db, nodes, SEED + 70)
+    config = BrainConfig(compaction=CompactionConfig(auto=False), synchronous="NORMAL")
+    brain = Brain(db, config)
+    try:
+        stream = agent_messages(SEED + 71)
+        left = messages
+        while left:
+            batch = list(itertools.islice(stream, min(BATCH_SIZE * 10, left)))
+            brain.ingest(CONTEXT_SESSION, batch)
+            left -= len(batch)
+    finally:
+        brain.close()
+    out: Metrics = {"build_s": time.perf_counter() - t0}
+    reads: dict[str, tuple[str, dict[str, Any]]] = {
+        "grep": ("grep", {"query": "fact bench", "mode": "full_text", "session": "s"}),
+        "assemble": ("assemble", {"session": "s", "budget": 4_000}),
+        "query": ("query", {"query": "which rule applies to the deploy", "record": False}),
+    }
+    args = ["--embedder", "hash", "--auto-compact", "false"]
+    with client_daemon(db, work / "daemon.log", args) as client:
+        for n in range(RUW_TAUGHT):
+            client.call("teach", {"content": f"deploy rule {n}: {_WORDS[n]} before release"})
+        for method, params in reads.values():
+            client.call(method, params, timeout=CALL_TIMEOUT_S)  # cold: caches, mirror
+        idle: dict[str, list[int]] = {name: [] for name in reads}
+        for _ in range(RUW_IDLE_SAMPLES):
+            for name, (method, params) in reads.items():
+                t = time.perf_counter_ns()
+                client.call(method, params, timeout=CALL_TIMEOUT_S)
+                idle[name].append(time.perf_counter_ns() - t)
+        phases = {"idle": idle}
+        phases["maintain"], out["maintain_s"] = _reads_during(client, reads, "maintain", {})
+        phases["compact"], out["compact_s"] = _reads_during(
+            client, reads, "compact", {"session": CONTEXT_SESSION}
+        )
+    for phase, samples in phases.items():
+        for name, ns in samples.items():
+            out.update(latency_metrics(ns, f"{phase}_{name}_"))
+            out[f"{phase}_{name}_max_ms"] = max(ns) / 1e6 if ns else math.nan
+            out[f"{phase}_{name}_samples"] = float(len(ns))
+            if phase != "idle":
+                idle_p99 = out[f"idle_{name}_p99_ms"]
+                out[f"{phase}_{name}_p99_vs_idle"] = out[f"{phase}_{name}_p99_ms"] / idle_p99
+    _remove_db(db)
+    return out
+
+
 # -- lifecycle: bounded shutdown, bounded memory -----------------------------------------
 
 STOP_TIMEOUT_S: Final = 2.0
@@ -2283,6 +2404,13 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "(named in --only: 100k) node graph, and idle",
         _maintain_params,
         bench_maintain_reads,
+    ),
+    Bench(
+        "read_under_write",
+        "grep/assemble/query p99 through the daemon, idle and while maintain runs on a 10k "
+        "(named in --only: 100k) node graph and while a 5k (50k) message session is swept",
+        _ruw_params,
+        bench_read_under_write,
     ),
     Bench(
         "provider_stall",
