@@ -114,6 +114,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"must be 0 or a positive integer, got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -242,6 +249,13 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "wait for a lock",
         "brain",
         scope="store",
+    ),
+    Option(
+        "read_connections",
+        "BRAIN_READ_CONNECTIONS",
+        _count,
+        "connections reads use beside the write connection (0: reads take the write lock)",
+        "brain",
     ),
     Option(
         "recall_mode",
