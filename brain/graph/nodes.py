@@ -282,6 +282,7 @@ class Graph:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # serialises swaps (and in-place additions with them)
+        self._loading = threading.Lock()  # one reload from the tables at a time
         self._state = GraphState()
 
     # The current state's maps, for writers (under the engine's write lock) and tests.
@@ -350,6 +351,16 @@ class Graph:
         current = self._state
         if current.epoch == epoch:
             return current
+        # One reload at a time: readers that need the same epoch find it loaded when
+        # they get their turn, instead of each reloading the whole graph at once.
+        with self._loading:
+            current = self._state
+            if current.epoch == epoch:
+                return current
+            return self._load(store, epoch)
+
+    def _load(self, store: Store, epoch: int) -> GraphState:
+        """Read the whole graph from ``store`` (the snapshot at ``epoch``) and publish it."""
         out: dict[int, dict[int, float]] = {}
         inc: dict[int, dict[int, float]] = {}
         for source, target, weight in store.execute("SELECT source, target, weight FROM edges"):
