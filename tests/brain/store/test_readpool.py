@@ -1,4 +1,4 @@
-"""brain.readpool and the engine's read path: reads never wait for writers nor see half a write."""
+"""brain.store.readpool: reads never wait for writers, never see half a write."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import apsw
 import pytest
 
 from brain import Brain, BrainConfig, MessageIn, open_store
-from brain.assemble import AssembleOptions
-from brain.embedders import HashEmbedder
-from brain.graph import EdgeWrite, Graph, NewNode
-from brain.readpool import ReadPool
-from brain.search import GrepOptions
-from brain.store import Store
+from brain.graph.nodes import EdgeWrite, Graph, NewNode
+from brain.lcm.assemble import AssembleOptions
+from brain.recall.search import GrepOptions
+from brain.store.connection import Store
+from brain.store.readpool import ReadPool
+from brain.vectors.embedders import HashEmbedder
 
 WAIT_S = 60.0  # generous: only reached when the behaviour under test is missing
 
