@@ -23,11 +23,17 @@ SECRET = "sk-embed-never-logged-0123456789"
 
 
 def _embedded(client: Client) -> dict[str, Any]:
-    """``info``'s embeddings once nothing is pending (polled; fails after DEADLINE)."""
+    """``info``'s embeddings once nothing is pending (polled; fails after DEADLINE).
+
+    Nothing pending under another embedder than the daemon's own is not settled yet:
+    a daemon told to switch embedders re-queues everything in its background embedder's
+    first transaction, and ``info`` (a read) does not wait for that write.
+    """
     give_up = time.monotonic() + DEADLINE
     while True:
         embeddings: dict[str, Any] = client.call("info")["embeddings"]
-        if embeddings["pending"] == 0 and embeddings["stored"] > 0:
+        mine = embeddings["stored_embedder"] in (None, embeddings["embedder"])
+        if embeddings["pending"] == 0 and embeddings["stored"] > 0 and mine:
             return embeddings
         assert time.monotonic() < give_up, f"embedding never finished: {embeddings}"
         time.sleep(0.05)
