@@ -4,9 +4,6 @@
 a prompt and returns the model's text; it does not judge it, because
 :func:`~brain.lcm.summarize.summarize_with_escalation` does. The prompt text is
 lcm's (what a summary must keep); the chat client is a provider's.
-
-Tested in ``tests/brain/providers/test_llm.py``, against the loopback chat server
-the client's tests use.
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from brain import Brain, BrainConfig, Store, open_store
+from brain import Brain, BrainConfig, ChatClient, LLMConfig, Store, open_store
 from tests.brain.lcm.helpers import SMALL_BRAIN
 from tests.openai_server import Clock, OpenAIServer
 
@@ -49,3 +50,23 @@ def sleeps() -> list[float]:
 def clock() -> Clock:
     """A monotonic clock the test moves by hand."""
     return Clock()
+
+
+ClientFactory = Callable[..., ChatClient]
+
+
+@pytest.fixture
+def make_client(server: OpenAIServer, sleeps: list[float], clock: Clock) -> Iterator[ClientFactory]:
+    """Clients for the test server with recorded sleeps and a manual clock; closed afterwards."""
+    clients: list[ChatClient] = []
+
+    def make(**overrides: Any) -> ChatClient:
+        options: dict[str, Any] = {"base_url": server.base_url, "model": "test-model"}
+        options.update(overrides)
+        client = ChatClient(LLMConfig(**options), sleep=sleeps.append, clock=clock)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
