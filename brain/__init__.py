@@ -20,7 +20,7 @@ from brain.version import __version__
 
 if TYPE_CHECKING:
     from brain.config import BrainConfig, CompactionConfig, RecallMode
-    from brain.engine import Brain, EmbeddingsInfo, Info, teach_text
+    from brain.engine import Brain, teach_text
     from brain.errors import (
         BrainError,
         Conflict,
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     )
     from brain.ops.grants import HOLD_S as GRANT_HOLD_S
     from brain.ops.grants import Reach
+    from brain.ops.info import EmbeddingsInfo, Info
     from brain.progress import Progress
     from brain.progress import ignore as ignore_progress
     from brain.providers.llm import ChatClient, LLMConfig
@@ -96,7 +97,7 @@ _WHERE: dict[str, str] = {
     "DoctorReport": "brain.ops.doctor",
     "Embedder": "brain.vectors.embedders",
     "EmbedderMismatch": "brain.errors",
-    "EmbeddingsInfo": "brain.engine",
+    "EmbeddingsInfo": "brain.ops.info",
     "GRANT_HOLD_S": "brain.ops.grants:HOLD_S",
     "GrantDenied": "brain.errors",
     "GrantExhausted": "brain.errors",
@@ -105,7 +106,7 @@ _WHERE: dict[str, str] = {
     "GrepScope": "brain.recall.search",
     "HashEmbedder": "brain.vectors.embedders",
     "IVF": "brain.vectors.ann",
-    "Info": "brain.engine",
+    "Info": "brain.ops.info",
     "IngestResult": "brain.lcm.ingest",
     "IngestedMessage": "brain.lcm.ingest",
     "InvalidInput": "brain.errors",

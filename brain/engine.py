@@ -12,7 +12,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -23,16 +23,15 @@ from brain.errors import (
     EmbedderMismatch,
     InvalidInput,
     NotFound,
-    PayloadMissing,
     ProviderError,
     StorageError,
     StoreBusy,
 )
+from brain.ops.info import Info, read_info
 from brain.progress import Progress, ignore
 from brain.store.connection import Store, open_store
 from brain.store.identity import stored_identity
 from brain.store.readpool import ReadPool
-from brain.version import __version__
 
 # The engine's parts are imported by the methods that use them, on first call:
 # opening a database and answering ``info`` must not load the assembler, the
@@ -61,42 +60,6 @@ if TYPE_CHECKING:
     from brain.vectors.index import VectorIndex
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class EmbeddingsInfo:
-    """The vector index as this process sees it: its embedder, and how far embedding got.
-
-    ``stored`` rows have a vector and ``pending`` wait in the queue (after an embedder
-    change, every row waits again and ``stored`` climbs back as the background worker
-    drains). ``dim`` is None while an embedder that learns it has not asked yet.
-    ``stored_embedder`` names the embedder the stored vectors belong to; when it differs
-    from ``embedder`` for more than a moment, another process owns the index with another
-    embedder and this one neither embeds nor answers semantic searches.
-    """
-
-    embedder: str
-    dim: int | None
-    stored: int
-    pending: int
-    stored_embedder: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Info:
-    """Counts and identity of an open database."""
-
-    version: str
-    schema_version: int
-    db: str
-    conversations: int
-    messages: int
-    summaries: int
-    nodes: int
-    edges: int
-    large_files: int
-    db_bytes: int
-    embeddings: EmbeddingsInfo
 
 
 RECALL_MAX_CHARS: Final = 4_000
@@ -705,76 +668,29 @@ class Brain:
         The daemon's watchdog runs it: while it cannot complete, no request can.
         """
         with self._lock:
-            self._store.scalar("SELECT count(*) FROM (SELECT 1 FROM meta LIMIT 1)")
+            self._store.probe()
 
     def info(self) -> Info:
         """Counts of what is stored (always read fresh, so other processes' commits show)."""
         with self._reading() as store:
-            row = store.one(
-                "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages), "
-                "(SELECT count(*) FROM large_files), (SELECT count(*) FROM summaries), "
-                "(SELECT count(*) FROM nodes), (SELECT count(*) FROM edges)"
-            )
-            assert row is not None
             embedder = self.embedder
-            stored = stored_identity(store)
-            embeddings = EmbeddingsInfo(
-                embedder=embedder.name,
-                dim=embedder.dim or None,
-                stored=int(store.scalar("SELECT count(*) FROM vectors")),
-                pending=int(store.scalar("SELECT count(*) FROM embed_queue")),
-                stored_embedder=None if stored is None else stored[0],
-            )
-            page_count = int(store.scalar("PRAGMA page_count"))
-            page_size = int(store.scalar("PRAGMA page_size"))
-            return Info(
-                version=__version__,
-                schema_version=store.schema_version(),
-                db=str(self.path),
-                conversations=int(row[0]),
-                messages=int(row[1]),
-                summaries=int(row[3]),
-                nodes=int(row[4]),
-                edges=int(row[5]),
-                large_files=int(row[2]),
-                db_bytes=page_count * page_size,
-                embeddings=embeddings,
-            )
+            return read_info(store, db=str(self.path), embedder=embedder.name, dim=embedder.dim)
 
     def get_message(self, session: str, message_id: str) -> dict[str, Any]:
         """The message exactly as the client sent it (payload files read back)."""
-        from brain.lcm.ids import generated_row_id
+        from brain.lcm.messages import find_in_session, restore_message
 
         with self._reading() as store:
-            row = store.one(
-                "SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-                "WHERE c.session_id = ? AND m.client_id = ?",
-                (session, message_id),
-            )
-            generated = generated_row_id(message_id, "id")
-            if row is None and generated is not None:
-                row = store.one(
-                    "SELECT m.id FROM messages m JOIN conversations c "
-                    "ON c.id = m.conversation_id "
-                    "WHERE c.session_id = ? AND m.id = ? AND m.client_id IS NULL",
-                    (session, generated),
-                )
-            if row is None:
-                raise NotFound(f"no message {message_id!r} in session {session!r}")
-            message = self._restore(store, int(row[0]))
+            message = restore_message(store, find_in_session(store, session, message_id))
             message["id"] = message_id
             return message
 
     def recall_text(self, session: str) -> str:
         """The query ``assemble``'s recall runs: the session's newest user message ("" if none)."""
+        from brain.lcm.messages import newest_user_text
+
         with self._reading() as store:
-            row = store.one(
-                "SELECT m.content FROM messages m JOIN conversations c "
-                "ON c.id = m.conversation_id WHERE c.session_id = ? AND m.role = 'user' "
-                "AND m.suppressed_at IS NULL ORDER BY m.seq DESC LIMIT 1",
-                (session,),
-            )
-        return str(row[0]).strip()[:RECALL_MAX_QUERY] if row is not None else ""
+            return newest_user_text(store, session).strip()[:RECALL_MAX_QUERY]
 
     def assemble(
         self,
@@ -848,6 +764,7 @@ class Brain:
     ) -> dict[str, Any]:
         """Describe a summary, payload file or message id within a session (None: all)."""
         from brain.lcm.describe import describe
+        from brain.lcm.messages import restore_message
 
         with self._reading() as store:
             return describe(
@@ -856,7 +773,7 @@ class Brain:
                 self._scope(store, session),
                 max_tokens=max_tokens,
                 lines=lines,
-                get_message=functools.partial(self._restore, store, keep_missing=True),
+                get_message=functools.partial(restore_message, store, keep_missing=True),
                 include_suppressed=include_suppressed,
             )
 
@@ -993,10 +910,9 @@ class Brain:
             filed = find_session(store, session)
             return replace(options, conversations=() if filed is None else (filed.id,))
         if session_key is not None:
-            ids = store.execute(
-                "SELECT id FROM conversations WHERE session_key = ?", (session_key,)
-            )
-            return replace(options, conversations=tuple(int(r[0]) for r in ids))
+            from brain.lcm.context import session_key_conversations
+
+            return replace(options, conversations=session_key_conversations(store, session_key))
         return options
 
     def _embed_queued(
@@ -1148,51 +1064,11 @@ class Brain:
         with self._lock:
             return conversation_id(self._store, session)
 
-    def _scope(self, store: Store, session: str | None) -> Callable[[int], bool]:
-        from brain.lcm.context import conversation_id
+    @staticmethod
+    def _scope(store: Store, session: str | None) -> Callable[[int], bool]:
+        from brain.lcm.context import session_scope
 
-        if session is None:
-            return lambda _conversation_id: True
-        try:
-            wanted = conversation_id(store, session)
-        except NotFound:
-            return lambda _conversation_id: False
-        return lambda conversation_id: conversation_id == wanted
-
-    def _restore(self, store: Store, row_id: int, *, keep_missing: bool = False) -> dict[str, Any]:
-        """The message with this row id as the client sent it.
-
-        A payload file that is gone raises ``PayloadMissing``; with
-        ``keep_missing`` its stored marker stays in its place instead.
-        """
-        from brain.lcm.content import restore
-        from brain.payloads.files import read_stored_file
-
-        row = store.one(
-            "SELECT role, name, content, content_shape, extra FROM messages WHERE id = ?",
-            (row_id,),
-        )
-        if row is None:
-            raise NotFound(f"no message row {row_id}")
-        parts = [
-            (str(p[0]), str(p[1]), p[2], p[3], p[4])
-            for p in store.execute(
-                "SELECT kind, origin, tool_call_id, block, file_id FROM message_parts "
-                "WHERE message_id = ? ORDER BY ordinal",
-                (row_id,),
-            )
-        ]
-        files_dir = store.files_dir
-
-        def read(file_id: str) -> bytes | None:
-            try:
-                return read_stored_file(files_dir, file_id)
-            except PayloadMissing:
-                if keep_missing:
-                    return None
-                raise
-
-        return restore(str(row[0]), row[1], str(row[2]), str(row[3]), parts, read, row[4])
+        return session_scope(store, session)
 
     @contextlib.contextmanager
     def _locked_store(self) -> Iterator[Store]:
@@ -1265,7 +1141,7 @@ class Brain:
             with contextlib.suppress(Exception):
                 if self._store.at_path():
                     # SQLite's advice: run optimize before closing a long-lived connection.
-                    self._store.execute("PRAGMA optimize")
+                    self._store.optimize()
                     self._store.checkpoint()
                 else:
                     self._store.checkpoint(truncate=True)
@@ -1291,13 +1167,9 @@ class Brain:
 
     def _sweep_stray_files(self) -> None:
         """Remove payload files left by a write that never committed (a killed process)."""
-        from brain.payloads.files import stray_files
+        from brain.payloads.files import sweep_stray_files
 
-        store = self._store
-        known = {str(r[0]) for r in store.execute("SELECT file_id FROM large_files")}
-        for path in stray_files(store.files_dir, known, self.config.orphan_file_grace_s):
-            with contextlib.suppress(OSError):
-                path.unlink()
+        sweep_stray_files(self._store, self.config.orphan_file_grace_s)
 
 
 def teach_text(node: NewNode) -> str:

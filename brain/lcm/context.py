@@ -103,6 +103,24 @@ def conversation_id(store: Store, session: str) -> int:
     return filed.id
 
 
+def session_scope(store: Store, session: str | None) -> Callable[[int], bool]:
+    """What a read scoped to ``session`` may see: its conversation (None: every one;
+    a session that does not exist: none)."""
+    if session is None:
+        return lambda _conversation_id: True
+    filed = find_session(store, session)
+    if filed is None:
+        return lambda _conversation_id: False
+    wanted = filed.id
+    return lambda conversation_id: conversation_id == wanted
+
+
+def session_key_conversations(store: Store, session_key: str) -> tuple[int, ...]:
+    """The conversations filed under ``session_key`` (empty when none is)."""
+    rows = store.execute("SELECT id FROM conversations WHERE session_key = ?", (session_key,))
+    return tuple(int(r[0]) for r in rows)
+
+
 def conversation(store: Store, session: str) -> Conversation:
     """The conversation of a session; ``NotFound`` if it has none."""
     row = store.one(_CONVERSATION + "WHERE c.session_id = ?", (session,))

@@ -16,8 +16,10 @@ from typing import Any, Final
 
 import orjson
 
-from brain.lcm.content import SPEAKER_ROLES
+from brain.errors import NotFound, PayloadMissing
+from brain.lcm.content import SPEAKER_ROLES, restore
 from brain.lcm.ids import generated_row_id, public_message_id
+from brain.payloads.files import read_stored_file
 from brain.store.connection import Store
 
 
@@ -152,6 +154,61 @@ _REF_BY_ROW_ID: Final = (
     "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
     "WHERE m.id = ? AND m.client_id IS NULL"
 )
+
+
+def find_in_session(store: Store, session: str, message_id: str) -> int:
+    """The row id of the message ``message_id`` names in ``session`` (``NotFound`` if none).
+
+    A client id is looked up first; ``msg_<n>`` then names row n if it has no client id.
+    """
+    for ref in find_messages(store, message_id):
+        if ref.session == session:
+            return ref.row_id
+    raise NotFound(f"no message {message_id!r} in session {session!r}")
+
+
+def restore_message(store: Store, row_id: int, *, keep_missing: bool = False) -> dict[str, Any]:
+    """The message with this row id exactly as the client sent it (payload files read back).
+
+    A payload file that is gone raises ``PayloadMissing``; with ``keep_missing`` its
+    stored marker stays in its place instead.
+    """
+    row = store.one(
+        "SELECT role, name, content, content_shape, extra FROM messages WHERE id = ?",
+        (row_id,),
+    )
+    if row is None:
+        raise NotFound(f"no message row {row_id}")
+    parts = [
+        (str(p[0]), str(p[1]), p[2], p[3], p[4])
+        for p in store.execute(
+            "SELECT kind, origin, tool_call_id, block, file_id FROM message_parts "
+            "WHERE message_id = ? ORDER BY ordinal",
+            (row_id,),
+        )
+    ]
+    files_dir = store.files_dir
+
+    def read(file_id: str) -> bytes | None:
+        try:
+            return read_stored_file(files_dir, file_id)
+        except PayloadMissing:
+            if keep_missing:
+                return None
+            raise
+
+    return restore(str(row[0]), row[1], str(row[2]), str(row[3]), parts, read, row[4])
+
+
+def newest_user_text(store: Store, session: str) -> str:
+    """The content of the session's newest visible user message ("" if none)."""
+    row = store.one(
+        "SELECT m.content FROM messages m JOIN conversations c "
+        "ON c.id = m.conversation_id WHERE c.session_id = ? AND m.role = 'user' "
+        "AND m.suppressed_at IS NULL ORDER BY m.seq DESC LIMIT 1",
+        (session,),
+    )
+    return "" if row is None else str(row[0])
 
 
 def _parts(store: Store, row_ids: list[int]) -> dict[int, tuple[StoredPart, ...]]:

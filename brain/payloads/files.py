@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from brain.errors import NotFound, PayloadMissing, StorageError
+from brain.store.connection import Store
 
 FILE_ID_RE: Final = re.compile(r"file_[0-9a-f]{16}")
 _TMP_PREFIX: Final = ".tmp-"
@@ -83,6 +84,15 @@ def remove_file(files_dir: Path, file_id: str) -> None:
     """Remove a payload file if it exists (used to undo a rolled-back write)."""
     with contextlib.suppress(FileNotFoundError):
         file_path(files_dir, file_id).unlink()
+
+
+def sweep_stray_files(store: Store, older_than_s: float) -> None:
+    """Remove payload files no ``large_files`` row names (a write that never committed:
+    a killed process), older than ``older_than_s``."""
+    known = {str(r[0]) for r in store.execute("SELECT file_id FROM large_files")}
+    for path in stray_files(store.files_dir, known, older_than_s):
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def stray_files(files_dir: Path, known: set[str], older_than_s: float) -> list[Path]:

@@ -297,6 +297,15 @@ class Store:
             raise StoreBusy("checkpoint blocked by another process") from exc
         return int(log), int(done)
 
+    def probe(self) -> None:
+        """The cheapest read that needs the file: one page of ``meta``."""
+        self.scalar("SELECT count(*) FROM (SELECT 1 FROM meta LIMIT 1)")
+
+    def optimize(self) -> None:
+        """Refresh the planner's statistics (SQLite's advice before closing a long-lived
+        connection)."""
+        self.execute("PRAGMA optimize")
+
     def schema_version(self) -> int:
         """The database's ``PRAGMA user_version``."""
         return int(self.scalar("PRAGMA user_version"))
