@@ -31,6 +31,7 @@ import orjson
 from brain.clock import now_iso
 from brain.errors import InvalidInput, NotFound
 from brain.store.connection import Store
+from brain.vectors.writes import enqueue
 
 NodeKind = Literal["teaching", "correction", "directive", "chunk", "summary"]
 Authority = Literal["constitutional", "canonical", "overlay"]
@@ -136,6 +137,18 @@ def find_node(store: Store, node_id: str) -> Node:
     return _node(row)
 
 
+def insert_summary_node(store: Store, node_id: str, summary_row_id: int, created_at: str) -> None:
+    """The graph node of a new summary (inside the caller's transaction).
+
+    It reads the summary's text and vector, so it costs one row; the summary's
+    public id is its node id.
+    """
+    store.execute(
+        "INSERT INTO nodes (node_id, kind, summary_id, created_at) VALUES (?, 'summary', ?, ?)",
+        (node_id, summary_row_id, created_at),
+    )
+
+
 def insert_node(store: Store, new: NewNode, *, embed: bool = True) -> tuple[int, str, bool]:
     """Store a node (inside the caller's transaction); (row id, public id, created).
 
@@ -172,9 +185,7 @@ def insert_node(store: Store, new: NewNode, *, embed: bool = True) -> tuple[int,
     assert row is not None
     row_id = int(row[0])
     if embed:
-        store.execute(
-            "INSERT OR IGNORE INTO embed_queue (kind, row_id) VALUES ('node', ?)", (row_id,)
-        )
+        enqueue(store, "node", [row_id])
     return row_id, node_id, True
 
 

@@ -19,8 +19,10 @@ from typing import Final, Literal
 import orjson
 
 from brain.errors import NotFound
+from brain.graph.nodes import insert_summary_node
 from brain.store.connection import Store
 from brain.tokens import estimate_tokens, message_cost
+from brain.vectors.writes import enqueue
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,15 +142,10 @@ def insert_summary(store: Store, new: NewSummary, created_at: str) -> Summary:
     )
     row_id = int(store.last_rowid())
     store.execute("INSERT INTO summaries_fts (rowid, content) VALUES (?, ?)", (row_id, new.content))
-    store.execute(
-        "INSERT OR IGNORE INTO embed_queue (kind, row_id) VALUES ('summary', ?)", (row_id,)
-    )
+    enqueue(store, "summary", [row_id])
     # Every summary is a retrieval graph node too; it reads the summary's text and
     # vector, so it costs one row.
-    store.execute(
-        "INSERT INTO nodes (node_id, kind, summary_id, created_at) VALUES (?, 'summary', ?, ?)",
-        (summary_id, row_id, created_at),
-    )
+    insert_summary_node(store, summary_id, row_id, created_at)
     store.executemany(
         "INSERT INTO summary_sources (summary_id, ordinal, message_id, child_id, omitted) "
         "VALUES (?, ?, ?, ?, ?)",

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-import orjson
-
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.lcm.content import MessageIn, Normalized, message_part_block, normalize, normalize_time
 from brain.lcm.context import find_session
@@ -27,6 +25,7 @@ from brain.payloads.files import remove_file, write_file
 from brain.payloads.filetext import index_file
 from brain.store.connection import Store, Transaction
 from brain.tokens import has_cjk, message_cost
+from brain.vectors.writes import enqueue
 
 MAX_SESSION_LEN: Final = 512
 
@@ -109,12 +108,7 @@ def ingest(
             outcomes.append(
                 IngestedMessage(public_message_id(row_id, msg.client_id), last_seq, False)
             )
-        if queued:  # one statement for the batch (executemany traces one per row)
-            store.execute(
-                "INSERT OR IGNORE INTO embed_queue (kind, row_id) "
-                "SELECT 'message', value FROM json_each(?)",
-                (orjson.dumps(queued).decode(),),
-            )
+        enqueue(store, "message", queued)  # one statement for the batch
         if added:
             totals = store.one(
                 "UPDATE conversations SET updated_at = ?, context_tokens = context_tokens + ?, "

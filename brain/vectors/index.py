@@ -44,6 +44,7 @@ from brain.store.connection import Store
 from brain.store.identity import stored_identity
 from brain.vectors.ann import IVF, default_nprobe, top_k
 from brain.vectors.embedders import Embedder
+from brain.vectors.writes import enqueue_everything
 
 __all__ = [
     "Pending",
@@ -194,18 +195,7 @@ class VectorIndex:
                 )
             if reset:
                 store.execute("DELETE FROM vectors")
-                store.execute(
-                    "INSERT OR IGNORE INTO embed_queue (kind, row_id) "
-                    "SELECT 'message', id FROM messages"
-                )
-                store.execute(
-                    "INSERT OR IGNORE INTO embed_queue (kind, row_id) "
-                    "SELECT 'summary', id FROM summaries"
-                )
-                store.execute(
-                    "INSERT OR IGNORE INTO embed_queue (kind, row_id) "
-                    "SELECT 'node', id FROM nodes WHERE content IS NOT NULL"
-                )
+                enqueue_everything(store)
                 _bump_epochs(store, _KINDS)
             store.execute(
                 "INSERT INTO meta (key, value) VALUES ('embedder_name', ?), ('embedder_dim', ?) "
