@@ -1,4 +1,4 @@
-"""grep over messages and summaries: full text (bm25) and bounded regex."""
+"""brain.recall.search.fulltext: bm25 over messages and summaries, scopes, time bounds, CJK."""
 
 from __future__ import annotations
 
@@ -10,39 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brain import Brain, InvalidInput, MessageIn
-from brain.recall.search import GrepOptions, fts_query
+from brain.recall.search import GrepOptions
 from brain.store.schema import MIGRATIONS
-
-
-def _fill(brain: Brain) -> None:
-    brain.ingest(
-        "s",
-        [
-            MessageIn(
-                "user",
-                "The deploy of service alpha failed at 14:02",
-                client_id="u1",
-                created_at="2026-01-01T10:00:00Z",
-            ),
-            MessageIn(
-                "assistant",
-                "The database migration timed out; see /var/log/app.log",
-                client_id="a1",
-                created_at="2026-01-02T10:00:00Z",
-            ),
-            MessageIn(
-                "user",
-                "東京のサーバーで障害が発生しました",
-                client_id="u2",
-                created_at="2026-01-03T10:00:00Z",
-            ),
-        ],
-    )
-    brain.ingest("t", [MessageIn("user", "alpha release notes", client_id="x1")], session_key="k")
+from tests.brain.recall.search.helpers import fill, fill_cjk
 
 
 def test_full_text_ranks_the_matching_message_first_and_carries_its_ids(fresh_brain: Brain) -> None:
-    _fill(fresh_brain)
+    fill(fresh_brain)
     hits = fresh_brain.grep(GrepOptions("migration timeout log"), session="s")
     assert hits[0].id == "a1"
     assert hits[0].kind == "message"
@@ -51,7 +25,7 @@ def test_full_text_ranks_the_matching_message_first_and_carries_its_ids(fresh_br
 
 
 def test_full_text_is_scoped_to_the_session_unless_asked_for_all(fresh_brain: Brain) -> None:
-    _fill(fresh_brain)
+    fill(fresh_brain)
     assert {h.id for h in fresh_brain.grep(GrepOptions("alpha"), session="s")} == {"u1"}
     assert {h.id for h in fresh_brain.grep(GrepOptions("alpha"))} == {"u1", "x1"}
     assert {h.id for h in fresh_brain.grep(GrepOptions("alpha"), session_key="k")} == {"x1"}
@@ -59,7 +33,7 @@ def test_full_text_is_scoped_to_the_session_unless_asked_for_all(fresh_brain: Br
 
 
 def test_since_and_before_bound_the_time_of_writing(fresh_brain: Brain) -> None:
-    _fill(fresh_brain)
+    fill(fresh_brain)
     opts = GrepOptions("the", since="2026-01-02T00:00:00Z", before="2026-01-03T00:00:00Z")
     assert [h.id for h in fresh_brain.grep(opts, session="s")] == ["a1"]
 
@@ -93,49 +67,12 @@ def test_a_scoped_search_finds_exactly_the_sessions_matches_however_sessions_int
         brain.close()
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=80))
-def test_any_user_text_is_a_safe_full_text_query(text: str) -> None:
-    query = fts_query(text)
-    if query is not None:
-        assert query.count('"') % 2 == 0
-        assert all(part.startswith('"') and part.endswith('"') for part in query.split(" OR "))
-
-
 def test_operator_words_and_punctuation_never_raise(fresh_brain: Brain) -> None:
-    _fill(fresh_brain)
+    fill(fresh_brain)
     for text in ['"unbalanced', "alpha AND NOT (", "NEAR(x y", "*alpha*", "col:alpha", "a - b ^ c"]:
         fresh_brain.grep(GrepOptions(text), session="s")
     with pytest.raises(InvalidInput, match="query"):
         fresh_brain.grep(GrepOptions("!!! ---"), session="s")
-
-
-def test_regex_finds_paths_newest_first_with_a_marked_snippet(fresh_brain: Brain) -> None:
-    _fill(fresh_brain)
-    hits = fresh_brain.grep(GrepOptions(r"/var/log/\w+\.log", mode="regex"), session="s")
-    assert [h.id for h in hits] == ["a1"]
-    assert "[/var/log/app.log]" in hits[0].snippet
-
-
-def test_a_pathological_regex_is_an_error_not_a_hang(fresh_brain: Brain) -> None:
-    fresh_brain.ingest("s", [MessageIn("user", "a" * 3000 + "b")])  # under the payload threshold
-    with pytest.raises(InvalidInput, match="too long"):
-        fresh_brain.grep(GrepOptions(r"(a|aa)+$", mode="regex"), session="s")
-
-
-@pytest.mark.parametrize(
-    "pattern", [r"(?:host nova){e<=10}", r"nova{e}", r"x{i<=1,d<=1}", r"x{2i+2d+1s<=4}", r"\\{e}"]
-)
-def test_a_fuzzy_regex_is_refused_before_any_row_is_read(fresh_brain: Brain, pattern: str) -> None:
-    _fill(fresh_brain)
-    with pytest.raises(InvalidInput, match="fuzzy matching"):
-        fresh_brain.grep(GrepOptions(pattern, mode="regex"), session="s")
-
-
-def test_an_invalid_regex_names_the_query(fresh_brain: Brain) -> None:
-    _fill(fresh_brain)
-    with pytest.raises(InvalidInput, match="not a valid regular expression"):
-        fresh_brain.grep(GrepOptions("(unclosed", mode="regex"), session="s")
 
 
 def test_summaries_are_searchable_after_compaction(fresh_brain: Brain) -> None:
@@ -156,20 +93,8 @@ def test_summaries_are_searchable_after_compaction(fresh_brain: Brain) -> None:
     assert fresh_brain.describe(hits[0].id, session="s")["kind"] == "summary"
 
 
-def _cjk(brain: Brain) -> None:
-    brain.ingest(
-        "s",
-        [
-            MessageIn("user", "東京のサーバーで障害が発生しました", client_id="ja"),
-            MessageIn("assistant", "我们明天去北京开会", client_id="zh"),
-            MessageIn("user", "서버 점검은 내일입니다", client_id="ko"),
-            MessageIn("user", "plain English about servers", client_id="en"),
-        ],
-    )
-
-
 def test_a_word_inside_unspaced_cjk_text_is_found(fresh_brain: Brain) -> None:
-    _cjk(fresh_brain)
+    fill_cjk(fresh_brain)
     assert [h.id for h in fresh_brain.grep(GrepOptions("障害"), session="s")] == ["ja"]
     assert [h.id for h in fresh_brain.grep(GrepOptions("北京开会"), session="s")] == ["zh"]
     hit = fresh_brain.grep(GrepOptions("サーバー"), session="s")[0]
@@ -179,7 +104,7 @@ def test_a_word_inside_unspaced_cjk_text_is_found(fresh_brain: Brain) -> None:
 
 
 def test_a_cjk_query_ranks_the_row_sharing_most_of_it_first(fresh_brain: Brain) -> None:
-    _cjk(fresh_brain)
+    fill_cjk(fresh_brain)
     fresh_brain.ingest("s", [MessageIn("user", "北京很冷", client_id="cold")])
     hits = fresh_brain.grep(GrepOptions("明天北京开会"), session="s")
     assert hits[0].id == "zh"
@@ -189,7 +114,7 @@ def test_a_cjk_query_ranks_the_row_sharing_most_of_it_first(fresh_brain: Brain) 
 def test_mixed_queries_find_both_scripts_and_cjk_respects_scope_and_suppression(
     fresh_brain: Brain,
 ) -> None:
-    _cjk(fresh_brain)
+    fill_cjk(fresh_brain)
     fresh_brain.ingest("t", [MessageIn("user", "障害の報告", client_id="other")])
     assert {h.id for h in fresh_brain.grep(GrepOptions("障害 servers"), session="s")} == {
         "ja",
@@ -226,7 +151,7 @@ def test_cjk_rows_stored_before_the_trigram_index_are_found_after_upgrading(
     db_path: Path,
 ) -> None:
     brain = Brain(db_path)
-    _cjk(brain)
+    fill_cjk(brain)
     brain.close()
     conn = apsw.Connection(str(db_path))
     for name, kind in list(

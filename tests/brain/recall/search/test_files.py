@@ -1,4 +1,4 @@
-"""grep scope files: the words inside large payload files, by full text, regex and vectors."""
+"""brain.recall.search.files: grep inside payload files, as visible as their messages."""
 
 from __future__ import annotations
 

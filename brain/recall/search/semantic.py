@@ -1,0 +1,146 @@
+"""``semantic`` and ``hybrid``: nearest vectors of the query, alone or fused with full text.
+
+Fusion is by reciprocal rank (``rrf``) or min-max normalised scores averaged
+(``weighted``); a message also scores a share of its better neighbour's.
+Tested through ``grep`` with real vectors, in tests/brain/vectors/test_index.py
+(the semantic and hybrid tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import orjson
+
+from brain.lcm.ids import public_message_id
+from brain.recall.search.files import _semantic_files
+from brain.recall.search.fulltext import _full_text
+from brain.recall.search.model import (
+    LEXICAL_WEIGHT,
+    NEIGHBOUR_SHARE,
+    RRF_K,
+    GrepOptions,
+    Hit,
+    Nearest,
+)
+from brain.recall.search.snippets import _lead
+from brain.recall.search.terms import fts_query
+from brain.store.connection import Store
+
+
+def _semantic(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
+    # Over-fetch: the time bounds, scope and suppression are applied after ranking.
+    ranked = nearest(options.limit * 4 + 32)
+    if options.scope == "files":
+        return _semantic_files(store, options, ranked)
+    wanted = [(k, r) for k, r, _ in ranked if options.scope in ("both", k + "s")]
+    found = _resolve(store, options, wanted)
+    hits = []
+    for kind, row_id, score in ranked:
+        hit = found.get((kind, row_id))
+        if hit is not None:
+            hits.append(replace(hit, score=score))
+    return hits[: options.limit]
+
+
+def _hybrid(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
+    pool = replace(options, limit=max(options.limit * 3, 50))
+    lexical = _full_text(store, pool) if fts_query(options.query) is not None else []
+    semantic = _semantic(store, pool, nearest)
+    fused: dict[tuple[str, str], float] = {}
+    by_key: dict[tuple[str, str], Hit] = {}
+    for ranking, share in ((lexical, LEXICAL_WEIGHT), (semantic, 1.0 - LEXICAL_WEIGHT)):
+        if options.fusion == "rrf":
+            weights = [1.0 / (RRF_K + rank + 1) for rank in range(len(ranking))]
+        else:
+            weights = [share * w for w in _min_max([h.score for h in ranking])]
+        for hit, weight in zip(ranking, weights, strict=True):
+            key = (hit.kind, hit.id)
+            fused[key] = fused.get(key, 0.0) + weight
+            by_key.setdefault(key, hit)  # lexical first: its snippet marks the match
+    if options.fusion == "weighted":
+        _spread_to_neighbours(store, options, fused, by_key)
+    order = sorted(fused, key=lambda key: fused[key], reverse=True)
+    return [replace(by_key[key], score=fused[key]) for key in order[: options.limit]]
+
+
+def _spread_to_neighbours(
+    store: Store,
+    options: GrepOptions,
+    fused: dict[tuple[str, str], float],
+    by_key: dict[tuple[str, str], Hit],
+) -> None:
+    """Add to each message a share of its neighbours' scores (the turns before and after).
+
+    A question's words often match the turn that asks or introduces a thing while
+    the fact sits in the reply next to it.
+    """
+    keys = [k for k in fused if k[0] == "message"]
+    if not keys:
+        return
+    positions = {(by_key[k].session, by_key[k].seq): k for k in keys}
+    wanted = orjson.dumps([[by_key[k].session, by_key[k].seq] for k in keys])
+    rows = store.execute(
+        "SELECT c.session_id, m.seq, m.id, m.client_id, m.role, m.created_at, m.content "
+        "FROM json_each(?) j CROSS JOIN conversations c ON c.session_id = j.value ->> 0 "
+        "CROSS JOIN messages m ON m.conversation_id = c.id "
+        "AND m.seq IN ((j.value ->> 1) - 1, (j.value ->> 1) + 1) "
+        "WHERE m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL",
+        (wanted, options.since or "", options.before or "\uffff"),
+    )
+    base = dict(fused)
+    gains: dict[tuple[str, str], float] = {}
+    for session, seq, row_id, client_id, role, created_at, content in rows:
+        key = ("message", public_message_id(row_id, client_id))
+        if key not in by_key:
+            by_key[key] = Hit(
+                "message", key[1], session, 0.0, _lead(content), created_at, seq, role
+            )
+        for other in (seq - 1, seq + 1):
+            source = positions.get((session, other))
+            if source is not None:
+                gains[key] = max(gains.get(key, 0.0), base[source])
+    for key, gain in gains.items():
+        fused[key] = fused.get(key, 0.0) + NEIGHBOUR_SHARE * gain
+
+
+def _min_max(scores: list[float]) -> list[float]:
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    if high == low:
+        return [1.0] * len(scores)
+    return [(s - low) / (high - low) for s in scores]
+
+
+def _resolve(
+    store: Store, options: GrepOptions, keys: list[tuple[str, int]]
+) -> dict[tuple[str, int], Hit]:
+    """Hits for (kind, row id) keys that pass the time bounds, scope and suppression."""
+    convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
+    since = options.since or ""
+    before = options.before or "\uffff"
+    out: dict[tuple[str, int], Hit] = {}
+    messages = orjson.dumps([r for k, r in keys if k == "message"])
+    for r in store.execute(
+        "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content "
+        "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+        "WHERE m.id IN (SELECT value FROM json_each(?)) AND (? IS NULL OR m.conversation_id IN "
+        "(SELECT value FROM json_each(?))) AND m.created_at >= ? AND m.created_at < ? "
+        "AND m.suppressed_at IS NULL",
+        (messages, convs, convs, since, before),
+    ):
+        out[("message", int(r[0]))] = Hit(
+            "message", public_message_id(r[0], r[1]), r[5], 0.0, _lead(r[6]), r[4], r[2], r[3]
+        )
+    summaries = orjson.dumps([r for k, r in keys if k == "summary"])
+    for r in store.execute(
+        "SELECT s.id, s.summary_id, s.latest_at, c.session_id, s.content "
+        "FROM summaries s JOIN conversations c ON c.id = s.conversation_id "
+        "WHERE s.id IN (SELECT value FROM json_each(?)) AND (? IS NULL OR s.conversation_id IN "
+        "(SELECT value FROM json_each(?))) AND s.latest_at >= ? AND s.earliest_at < ? "
+        "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL",
+        (summaries, convs, convs, since, before),
+    ):
+        out[("summary", int(r[0]))] = Hit("summary", r[1], r[3], 0.0, _lead(r[4]), r[2])
+    return out
