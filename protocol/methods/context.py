@@ -1,8 +1,8 @@
 """Params of the context methods: assemble, compact, describe / expand, suppress.
 
-Tested where the daemon answers them with the params refused
-(tests/daemon/test_dispatch.py and the e2e tests of each method), and for
-``FIELDS`` by tests/protocol/test_methods.py.
+Tested where the daemon refuses their bad params (tests/e2e/test_errors.py,
+tests/daemon/test_fuzz.py, tests/reliability/test_security.py) and, for
+``FIELDS``, by tests/protocol/test_methods.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Params of the grant methods: ``grant`` and ``revoke``.
 
-Tested where the daemon answers them with the params refused
-(tests/daemon/test_dispatch.py and the e2e tests of each method), and for
-``FIELDS`` by tests/protocol/test_methods.py.
+Tested where the daemon refuses their bad params (tests/daemon/test_grants.py)
+and, for ``FIELDS``, by tests/protocol/test_methods.py.
 """
 
 from __future__ import annotations

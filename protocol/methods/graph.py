@@ -1,8 +1,8 @@
 """Params of the learned-graph methods: query, teach, correction, learn, trace, sync, maintain.
 
-Tested where the daemon answers them with the params refused
-(tests/daemon/test_dispatch.py and the e2e tests of each method), and for
-``FIELDS`` by tests/protocol/test_methods.py.
+Tested where the daemon refuses their bad params (tests/e2e/test_graph_daemon.py,
+test_sync_daemon.py, test_maintain_daemon.py) and, for ``FIELDS``, by
+tests/protocol/test_methods.py.
 """
 
 from __future__ import annotations

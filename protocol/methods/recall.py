@@ -1,8 +1,8 @@
 """Params of the recall methods: ``grep`` and ``expand_query``.
 
-Tested where the daemon answers them with the params refused
-(tests/daemon/test_dispatch.py and the e2e tests of each method), and for
-``FIELDS`` by tests/protocol/test_methods.py.
+Tested where the daemon refuses their bad params (tests/e2e/test_errors.py,
+tests/daemon/test_expand_query.py, tests/reliability/test_fuzz.py) and, for
+``FIELDS``, by tests/protocol/test_methods.py.
 """
 
 from __future__ import annotations
