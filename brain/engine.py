@@ -20,18 +20,16 @@ from brain.config import BrainConfig
 from brain.errors import (
     DatabaseFileLost,
     DatabaseMissing,
-    EmbedderMismatch,
     InvalidInput,
     NotFound,
-    ProviderError,
     StorageError,
     StoreBusy,
 )
 from brain.ops.info import Info, read_info
 from brain.progress import Progress, ignore
 from brain.store.connection import Store, open_store
-from brain.store.identity import stored_identity
 from brain.store.readpool import ReadPool
+from brain.vectors.embedding import Embedding
 
 # The engine's parts are imported by the methods that use them, on first call:
 # opening a database and answering ``info`` must not load the assembler, the
@@ -95,7 +93,6 @@ class Brain:
         self.config = config or BrainConfig()
         self._lock = threading.RLock()
         self._store = open_store(path, self.config, create=create)
-        self.may_switch_embedder = may_switch_embedder
         self.path = self._store.path
         # Reads go to connections of their own (opened on first need), so they never
         # wait for the lock a write holds (a compaction's, a bootstrap's, a sync's).
@@ -126,9 +123,17 @@ class Brain:
         """At most this many queued rows of its scope a semantic or hybrid grep embeds
         itself before it searches (0: none, the daemon's background embedder does it).
         For a one-shot process (``brain call``), which has no background embedder."""
-        self._index: VectorIndex | None = None
-        self._index_embedder: Embedder | None = None
-        self._graph_index: VectorIndex | None = None
+        self._vectors = Embedding(self._locked_store, may_switch=may_switch_embedder)
+
+    @property
+    def may_switch_embedder(self) -> bool:
+        """Whether this engine may switch the database to its embedder (re-embedding all)."""
+        return self._vectors.may_switch
+
+    @property
+    def _index(self) -> VectorIndex | None:
+        """grep's vector index once made (the bench waits for its background build)."""
+        return self._vectors.index
 
     @property
     def store(self) -> Store:
@@ -241,60 +246,18 @@ class Brain:
         vector are embedded, each once. Raises :class:`~brain.errors.EmbedderMismatch`
         if another process switched the database to another embedder.
         """
-        embedder = self.embedder
-        _learn_dim(embedder)
-        with self._lock:
-            index = self._vector_index(embedder)
-            pending = index.take(self._store, batch)
-        if not pending.keys:
-            return 0
-        vectors = pending.embed(embedder, index.dim)
-        with self._lock:
-            if self._index is not index:  # the embedder changed meanwhile
-                return 0
-            return index.put(self._store, pending, vectors)
+        return self._vectors.embed_batch(self.embedder, batch)
 
     def embeddings_pending(self) -> int:
         """How many messages and summaries wait to be embedded (checks the identity first)."""
-        embedder = self.embedder
-        _learn_dim(embedder)
-        with self._lock:
-            return self._vector_index(embedder).pending(self._store)
+        return self._vectors.pending(self.embedder)
 
     def embed_query(self, text: str) -> EmbeddedQuery:
         """Embed ``text`` with this engine's embedder, taking no lock (it may wait on a provider).
 
         Raises :class:`~brain.errors.ProviderError` when a provider fails.
         """
-        from brain.results import EmbeddedQuery
-
-        embedder = self.embedder
-        _learn_dim(embedder)
-        started = time.perf_counter()
-        vector = embedder.embed([text])[0]
-        return EmbeddedQuery(text, vector, (time.perf_counter() - started) * 1000)
-
-    def _vector_index(self, embedder: Embedder) -> VectorIndex:
-        """The index for ``embedder``, checking the stored identity on first use (locked).
-
-        The embedder's ``dim`` must be known (``_learn_dim`` first, outside the lock).
-        """
-        from brain.vectors.index import VectorIndex
-
-        if self._index is None or self._index_embedder is not embedder:
-            may_switch = self.may_switch_embedder
-            index = VectorIndex(embedder.dim)
-            index.check_identity(self._store, embedder, may_switch=may_switch)
-            self._index, self._index_embedder = index, embedder
-            self._graph_index = VectorIndex(embedder.dim, kinds=("node", "summary"))
-            self._graph_index.check_identity(self._store, embedder, may_switch=may_switch)
-        return self._index
-
-    def _graph_vectors(self, embedder: Embedder) -> VectorIndex:
-        """The graph's vector index (nodes and summaries) for ``embedder`` (locked)."""
-        self._vector_index(embedder)
-        assert self._graph_index is not None
-        return self._graph_index
+        return self._vectors.embed_query(self.embedder, text)
 
     # -- the retrieval graph ------------------------------------------------------
 
@@ -325,7 +288,7 @@ class Brain:
         if embedded is None:
             embedded = self.embed_query(text)
         vector, embed_ms = embedded.vector, embedded.ms
-        index = self._indexes(embedder)[1]
+        index = self._vectors.indexes(embedder)[1]
         with self._reading() as store:
             index.verify(store)
             scope = None
@@ -386,7 +349,7 @@ class Brain:
             node = self.prepare_teach(node, chat_id=chat_id)
             embedded = self.embed_query(teach_text(node))
         with self._lock:
-            index = self._graph_vectors(embedder)
+            index = self._vectors.made(self._store, embedder)[1]
             return teach(
                 self._store,
                 self._graph,
@@ -499,29 +462,9 @@ class Brain:
         """
         from brain.graph.sync import pending_nodes
 
-        embedder = self.embedder
-        try:
-            _learn_dim(embedder)
-        except ProviderError:
-            return 0
-        with self._lock:
-            stored = stored_identity(self._store)
-            if stored is not None and stored != (embedder.name, str(embedder.dim)):
-                return 0
-            index = self._graph_vectors(embedder)
-        done = 0
-        for at in range(0, len(row_ids), batch):
-            progress(at, len(row_ids), "embed")
-            with self._lock:
-                pending = pending_nodes(self._store, row_ids[at : at + batch])
-            try:
-                vectors = pending.embed(embedder, index.dim)
-                with self._lock:
-                    done += index.put(self._store, pending, vectors)
-            except (ProviderError, EmbedderMismatch):
-                break
-        progress(len(row_ids), len(row_ids), "embed")
-        return done
+        return self._vectors.embed_rows(
+            self.embedder, row_ids, pending_nodes, batch=batch, progress=progress
+        )
 
     def learn(
         self,
@@ -646,19 +589,6 @@ class Brain:
         """Run ``work`` on the write connection under the lock (a read's small write)."""
         with self._lock:
             return work(self._store)
-
-    def _indexes(self, embedder: Embedder) -> tuple[VectorIndex, VectorIndex]:
-        """grep's and the graph's vector indexes for ``embedder``, made under the lock once.
-
-        Making one checks (and, when allowed, switches) the stored identity, a write;
-        using one afterwards is a read (the indexes are safe to share between threads).
-        """
-        index, graph_index = self._index, self._graph_index
-        if index is None or graph_index is None or self._index_embedder is not embedder:
-            with self._lock:
-                index = self._vector_index(embedder)
-                graph_index = self._graph_vectors(embedder)
-        return index, graph_index
 
     # -- reads --------------------------------------------------------------
 
@@ -880,8 +810,8 @@ class Brain:
                 with self._reading() as store:
                     scope = self._grep_scope(store, options, session, session_key).conversations
                 if scope != ():
-                    self._embed_queued(embedder, scope, self.embed_before_search)
-        index = self._indexes(embedder)[0] if query_vector is not None else None
+                    self._vectors.embed_scope(embedder, scope, self.embed_before_search)
+        index = self._vectors.indexes(embedder)[0] if query_vector is not None else None
         with self._reading() as store:
             options = self._grep_scope(store, options, session, session_key)
             if options.since is not None:
@@ -914,37 +844,6 @@ class Brain:
 
             return replace(options, conversations=session_key_conversations(store, session_key))
         return options
-
-    def _embed_queued(
-        self, embedder: Embedder, conversations: Sequence[int] | None, limit: int
-    ) -> int:
-        """Embed up to ``limit`` queued messages and summaries of ``conversations`` now.
-
-        What a search needs from the queue when no background embedder will drain it.
-        Embedding runs outside the lock, as in ``embed_pending``; the vectors are stored,
-        so nothing is embedded twice. Returns rows stored.
-        """
-        done = 0
-        while done < limit:
-            with self._lock:
-                index = self._vector_index(embedder)
-                pending = index.take(
-                    self._store,
-                    min(256, limit - done),
-                    conversations=conversations,
-                    kinds=("message", "summary"),
-                )
-            if not pending.keys:
-                break
-            vectors = pending.embed(embedder, index.dim)
-            with self._lock:
-                if self._index is not index:  # the embedder changed meanwhile
-                    break
-                stored = index.put(self._store, pending, vectors)
-            if stored == 0:  # every row taken was skipped: it stays queued
-                break
-            done += stored
-        return done
 
     # -- grants ---------------------------------------------------------------
 
@@ -1123,8 +1022,7 @@ class Brain:
                 self._built_assembler.forget()
             if self._built_graph is not None:
                 self._built_graph.invalidate()
-            self._index = self._graph_index = None
-            self._index_embedder = None
+            self._vectors.forget()
 
     def close(self) -> None:
         """Refresh planner statistics, checkpoint and close; safe to call twice.
@@ -1176,16 +1074,3 @@ def teach_text(node: NewNode) -> str:
     """What a taught node is embedded as: its text, and for a correction the query it corrects."""
     metadata = node.metadata
     return node.text + ("\n" + str(metadata["query"]) if "query" in metadata else "")
-
-
-def _learn_dim(embedder: Embedder) -> None:
-    """Make sure ``embedder.dim`` is known, asking a provider once with a short text if not.
-
-    An OpenAI-compatible embedder without a configured dimension learns it from its first
-    answer; the index needs it before it can check or store anything. Runs outside the
-    engine's lock, since it may wait on the network.
-    """
-    if embedder.dim <= 0:
-        embedder.embed(["dimension probe"])
-        if embedder.dim <= 0:
-            raise ProviderError(f"embedder {embedder.name} did not say its dimension")

@@ -1,0 +1,193 @@
+"""The engine's vector side: one embedder's two indexes over a store, and the embedding
+loops that run the embedder outside the store's lock.
+
+``Brain`` keeps one ``Embedding``. The indexes (grep's over messages and summaries,
+the graph's over nodes and summaries) are made once per embedder, under the lock,
+because making one checks (and, when allowed, switches) the stored identity, a write;
+using one afterwards is a read, safe from any thread. Each embedding loop takes a
+batch from the queue under the lock, embeds it with no lock held (a provider may be
+slow), and stores the vectors under the lock again, so other requests go on between.
+
+Nothing here imports numpy until an index is made (``info`` and ``ingest`` never do).
+Tested through the engine: ``tests/brain/vectors/test_index.py`` (identity checks and
+switches, draining the queue), ``tests/brain/recall`` (a one-shot search embeds its
+scope first) and ``tests/brain/graph/sync`` (a sync embeds the nodes it added).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from brain.errors import EmbedderMismatch, ProviderError
+from brain.progress import Progress, ignore
+from brain.store.connection import Store, StoreLease
+from brain.store.identity import stored_identity
+
+if TYPE_CHECKING:
+    from brain.results import EmbeddedQuery
+    from brain.vectors.embedders import Embedder
+    from brain.vectors.index import Pending, VectorIndex
+
+
+class Embedding:
+    """One engine's vector indexes and embedding loops over the store ``lease`` lends."""
+
+    def __init__(self, lease: StoreLease, *, may_switch: bool) -> None:
+        """``lease``: the store under the engine's lock. ``may_switch``: an index may
+        replace stored vectors of another embedder (see ``VectorIndex.check_identity``)."""
+        self._lease = lease
+        self.may_switch = may_switch
+        self._made = threading.Lock()
+        self.index: VectorIndex | None = None
+        """grep's index (messages and summaries) for the current embedder, once made."""
+        self._graph_index: VectorIndex | None = None
+        self._embedder: Embedder | None = None
+
+    def forget(self) -> None:
+        """Drop the indexes (the database was reopened); they are made again on next use."""
+        self.index = self._graph_index = None
+        self._embedder = None
+
+    def made(self, store: Store, embedder: Embedder) -> tuple[VectorIndex, VectorIndex]:
+        """grep's and the graph's index for ``embedder``, made (identity checked) if new.
+
+        The caller holds the engine's lock on ``store``; ``embedder.dim`` must be known
+        (``learn_dim`` first, outside the lock).
+        """
+        from brain.vectors.index import VectorIndex
+
+        index, graph_index = self.index, self._graph_index
+        if index is None or graph_index is None or self._embedder is not embedder:
+            index = VectorIndex(embedder.dim)
+            index.check_identity(store, embedder, may_switch=self.may_switch)
+            graph_index = VectorIndex(embedder.dim, kinds=("node", "summary"))
+            graph_index.check_identity(store, embedder, may_switch=self.may_switch)
+            self.index, self._graph_index, self._embedder = index, graph_index, embedder
+        return index, graph_index
+
+    def indexes(self, embedder: Embedder) -> tuple[VectorIndex, VectorIndex]:
+        """``made`` without the caller holding the lock: taken only when one must be made."""
+        index, graph_index = self.index, self._graph_index
+        if index is None or graph_index is None or self._embedder is not embedder:
+            with self._lease() as store:
+                return self.made(store, embedder)
+        return index, graph_index
+
+    def embed_query(self, embedder: Embedder, text: str) -> EmbeddedQuery:
+        """``text`` embedded, taking no lock (it may wait on a provider)."""
+        from brain.results import EmbeddedQuery
+
+        learn_dim(embedder)
+        started = time.perf_counter()
+        vector = embedder.embed([text])[0]
+        return EmbeddedQuery(text, vector, (time.perf_counter() - started) * 1000)
+
+    def pending(self, embedder: Embedder) -> int:
+        """How many messages and summaries wait to be embedded (checks the identity first)."""
+        learn_dim(embedder)
+        with self._lease() as store:
+            return self.made(store, embedder)[0].pending(store)
+
+    def embed_batch(self, embedder: Embedder, batch: int = 256) -> int:
+        """Embed one batch of queued rows; how many were stored (0: nothing queued).
+
+        Only texts with no stored vector are embedded, each once. Raises
+        :class:`~brain.errors.EmbedderMismatch` if another process switched the
+        database to another embedder.
+        """
+        learn_dim(embedder)
+        with self._lease() as store:
+            index = self.made(store, embedder)[0]
+            taken = index.take(store, batch)
+        if not taken.keys:
+            return 0
+        vectors = taken.embed(embedder, index.dim)
+        with self._lease() as store:
+            if self.index is not index:  # the embedder changed meanwhile
+                return 0
+            return index.put(store, taken, vectors)
+
+    def embed_scope(
+        self, embedder: Embedder, conversations: Sequence[int] | None, limit: int
+    ) -> int:
+        """Embed up to ``limit`` queued messages and summaries of ``conversations`` now
+        (None: of every conversation); how many were stored.
+
+        What a search needs from the queue when no background embedder will drain it.
+        """
+        done = 0
+        while done < limit:
+            with self._lease() as store:
+                index = self.made(store, embedder)[0]
+                taken = index.take(
+                    store,
+                    min(256, limit - done),
+                    conversations=conversations,
+                    kinds=("message", "summary"),
+                )
+            if not taken.keys:
+                break
+            vectors = taken.embed(embedder, index.dim)
+            with self._lease() as store:
+                if self.index is not index:  # the embedder changed meanwhile
+                    break
+                stored = index.put(store, taken, vectors)
+            if stored == 0:  # every row taken was skipped: it stays queued
+                break
+            done += stored
+        return done
+
+    def embed_rows(
+        self,
+        embedder: Embedder,
+        row_ids: Sequence[int],
+        queued: Callable[[Store, Sequence[int]], Pending],
+        *,
+        batch: int = 256,
+        progress: Progress = ignore,
+    ) -> int:
+        """Embed the graph rows among ``row_ids`` that ``queued`` finds still queued; how
+        many got a vector.
+
+        Skipped (left queued) when the stored vectors are another embedder's; a provider
+        failure or an embedder switch meanwhile stops it, leaving the rest queued.
+        ``progress`` hears rows embedded (phase ``embed``).
+        """
+        try:
+            learn_dim(embedder)
+        except ProviderError:
+            return 0
+        with self._lease() as store:
+            stored = stored_identity(store)
+            if stored is not None and stored != (embedder.name, str(embedder.dim)):
+                return 0
+            index = self.made(store, embedder)[1]
+        done = 0
+        for at in range(0, len(row_ids), batch):
+            progress(at, len(row_ids), "embed")
+            with self._lease() as store:
+                taken = queued(store, row_ids[at : at + batch])
+            try:
+                vectors = taken.embed(embedder, index.dim)
+                with self._lease() as store:
+                    done += index.put(store, taken, vectors)
+            except (ProviderError, EmbedderMismatch):
+                break
+        progress(len(row_ids), len(row_ids), "embed")
+        return done
+
+
+def learn_dim(embedder: Embedder) -> None:
+    """Make sure ``embedder.dim`` is known, asking a provider once with a short text if not.
+
+    An OpenAI-compatible embedder without a configured dimension learns it from its first
+    answer; the index needs it before it can check or store anything. Runs outside the
+    engine's lock, since it may wait on the network.
+    """
+    if embedder.dim <= 0:
+        embedder.embed(["dimension probe"])
+        if embedder.dim <= 0:
+            raise ProviderError(f"embedder {embedder.name} did not say its dimension")
