@@ -11,7 +11,7 @@ from typing import Any
 import apsw
 import pytest
 
-import brain.ops.doctor as doctor_module
+import brain.ops.doctor.runner as doctor_module
 from brain import Brain, MessageIn, StorageError
 from brain.graph.nodes import NewNode
 from brain.lcm.ids import public_message_id
