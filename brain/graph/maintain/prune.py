@@ -1,0 +1,122 @@
+"""The ``prune`` task: weak edges, long-idle edgeless learning nodes, and expired traces go.
+
+Tested in tests/brain/graph/maintain/test_prune.py.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from brain.clock import iso
+from brain.graph.maintain.options import MaintainOptions
+from brain.graph.maintain.rows import delete_node
+from brain.graph.maintain.snapshot import LEARNING_KINDS, Node, Snapshot
+from brain.graph.maintain.writer import Write, Writer
+from brain.graph.traces import expired_traces
+from brain.store.connection import Store
+
+__all__ = ["prune", "store_orphan"]
+
+
+def prune(
+    snap: Snapshot, writer: Writer, options: MaintainOptions, now: datetime
+) -> dict[str, Any]:
+    """Delete weak edges, then long-idle edgeless learning nodes.
+
+    Edges weaker than ``prune_below`` go unless they touch a constitutional
+    node. A node goes only if it is overlay, a teaching, correction or
+    directive (chunks belong to their file's sync and summary nodes to their
+    summary), has no edge either way, and was neither made nor fired within
+    ``orphan_days``: a fresh node with no neighbours yet is kept, and so is an
+    edgeless node that queries still find by its vector. Query traces past
+    their retention (``BrainConfig.trace_max_age_days`` / ``trace_max_count``)
+    go too.
+    """
+    edge_writes: list[Write] = []
+    protected = 0
+    for (source, target), edge in list(snap.edges.items()):
+        if abs(edge.weight) >= options.prune_below:
+            continue
+        if snap.touches_constitutional(source, target):
+            protected += 1
+            continue
+        edge_writes.append(
+            (
+                "DELETE FROM edges WHERE source = ? AND target = ? AND updated_at = ?",
+                (source, target, edge.updated_at),
+            )
+        )
+        snap.drop(source, target)
+    edges = writer.run(edge_writes)
+    cutoff = iso(now - timedelta(days=options.orphan_days))
+    orphans = [
+        node
+        for node in snap.nodes.values()
+        if node.authority == "overlay"
+        and node.kind in LEARNING_KINDS
+        and snap.degree(node.row_id) == 0
+        and node.created_at < cutoff
+        and (node.last_fired_at is None or node.last_fired_at < cutoff)
+    ]
+    removed: list[str] = []
+
+    def drop(node: Node) -> int:
+        if not writer.dry_run:
+            still = store_orphan(writer.store, node.row_id, cutoff)
+            if not still:
+                return 0
+            delete_node(writer.store, node.row_id)
+        snap.drop_node(node.row_id)
+        return 1
+
+    # Nodes go a chunk per transaction: each deletion re-checks the node inside it.
+    for start in range(0, len(orphans), options.chunk):
+        batch = orphans[start : start + options.chunk]
+
+        def work(batch: list[Node] = batch) -> int:
+            done = 0
+            for node in batch:
+                if drop(node):
+                    removed.append(node.node_id)
+                    done += 1
+            return done
+
+        writer.group(work, vectors=True)
+    traces = _prune_traces(snap, writer, now)
+    return {
+        "edges": edges,
+        "edges_skipped": len(edge_writes) - edges,
+        "edges_protected": protected,
+        "nodes": len(removed),
+        "ids": removed,
+        "traces": traces,
+    }
+
+
+def _prune_traces(snap: Snapshot, writer: Writer, now: datetime) -> int:
+    """Delete traces older than ``trace_max_age_days`` or beyond the newest ``trace_max_count``.
+
+    Storing a trace already keeps the count bounded; this also applies the age
+    limit, and a count lowered since. Traces are not graph state: no epoch moves.
+    """
+    config = writer.store.config
+    cutoff = iso(now - timedelta(days=config.trace_max_age_days))
+    expired = expired_traces(writer.store, cutoff, config.trace_max_count)
+    writes = [("DELETE FROM traces WHERE id = ?", (row_id,)) for row_id in expired]
+    deleted = writer.run(writes, graph=False)
+    snap.traces -= deleted
+    return deleted
+
+
+def store_orphan(store: Store, row_id: int, cutoff: str) -> bool:
+    """Whether the stored node is still an idle, edgeless overlay learning node."""
+    row = store.one(
+        "SELECT 1 FROM nodes n WHERE n.id = ? AND n.authority = 'overlay' "
+        "AND n.kind IN ('teaching', 'correction', 'directive') AND n.created_at < ? "
+        "AND (n.last_fired_at IS NULL OR n.last_fired_at < ?) "
+        "AND NOT EXISTS (SELECT 1 FROM edges WHERE source = n.id) "
+        "AND NOT EXISTS (SELECT 1 FROM edges WHERE target = n.id)",
+        (row_id, cutoff, cutoff),
+    )
+    return row is not None

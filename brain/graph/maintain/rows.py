@@ -1,0 +1,38 @@
+"""Stored rows the tasks read or delete directly: node vectors, and a node deleted whole.
+
+Tested through the tasks that use them: tests/brain/graph/maintain/test_merge.py,
+test_prune.py and test_connect.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from brain.store.connection import Store
+
+__all__ = ["delete_node", "node_vectors"]
+
+
+def node_vectors(store: Store, rows: Iterable[int]) -> dict[int, npt.NDArray[np.float32]]:
+    """Stored node vectors (unit length) of ``rows`` that have one."""
+    wanted = orjson.dumps(sorted(rows))
+    return {
+        int(row_id): np.frombuffer(blob, dtype=np.float32)
+        for row_id, blob in store.execute(
+            "SELECT row_id, vector FROM vectors WHERE kind = 'node' "
+            "AND row_id IN (SELECT value FROM json_each(?))",
+            (wanted,),
+        )
+    }
+
+
+def delete_node(store: Store, row_id: int) -> None:
+    """A node with its edges, its vector and its queued embedding: no ghost vectors."""
+    store.execute("DELETE FROM edges WHERE source = ? OR target = ?", (row_id, row_id))
+    store.execute("DELETE FROM vectors WHERE kind = 'node' AND row_id = ?", (row_id,))
+    store.execute("DELETE FROM embed_queue WHERE kind = 'node' AND row_id = ?", (row_id,))
+    store.execute("DELETE FROM nodes WHERE id = ?", (row_id,))

@@ -1,0 +1,117 @@
+"""The scheduler: ``maintain`` runs the asked tasks in order over one snapshot, and its report.
+
+Tested in tests/brain/graph/maintain/test_run.py (dry runs, transactions, constitutional
+nodes, the engine).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from brain.errors import InvalidInput
+from brain.graph.maintain.connect import connect
+from brain.graph.maintain.decay import decay
+from brain.graph.maintain.measure import Health, health, measure
+from brain.graph.maintain.merge import merge
+from brain.graph.maintain.options import TASKS, MaintainOptions
+from brain.graph.maintain.prune import prune
+from brain.graph.maintain.scale import scale
+from brain.graph.maintain.snapshot import FULL_COLLECTIONS, Snapshot
+from brain.graph.maintain.writer import Writer
+from brain.graph.nodes import Graph
+from brain.progress import Progress, ignore
+from brain.store.connection import Store
+
+__all__ = ["MaintainReport", "maintain"]
+
+
+@dataclass(frozen=True, slots=True)
+class MaintainReport:
+    """What a run measured and changed (or, dry, would change)."""
+
+    health_before: Health
+    health_after: Health
+    tasks: dict[str, dict[str, Any]]
+    dry_run: bool
+    took_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        return asdict(self)
+
+
+_TaskFn = Callable[[Snapshot, Writer, MaintainOptions, datetime], dict[str, Any]]
+_RUNNERS: Final[dict[str, _TaskFn]] = {
+    "decay": decay,
+    "merge": merge,
+    "prune": prune,
+    "connect": connect,
+    "scale": scale,
+}
+
+
+def maintain(
+    store: Store,
+    graph: Graph | None = None,
+    tasks: Sequence[str] = TASKS,
+    *,
+    dry_run: bool = False,
+    options: MaintainOptions | None = None,
+    now: datetime | None = None,
+    progress: Progress = ignore,
+) -> MaintainReport:
+    """Run ``tasks`` (always in ``TASKS`` order); ``dry_run`` reports without writing.
+
+    ``progress`` hears each task as it starts (done = tasks finished), then "done".
+
+    ``graph`` (this process's mirror) is marked stale afterwards; other
+    processes' mirrors reload on their own, since every chunk bumps the epoch.
+    """
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise InvalidInput("tasks", f"unknown {', '.join(unknown)}; known: {', '.join(TASKS)}")
+    options = options or MaintainOptions()
+    with FULL_COLLECTIONS.held_off():
+        return _run(store, graph, tasks, dry_run, options, now or datetime.now(UTC), progress)
+
+
+def _run(
+    store: Store,
+    graph: Graph | None,
+    tasks: Sequence[str],
+    dry_run: bool,
+    options: MaintainOptions,
+    moment: datetime,
+    progress: Progress,
+) -> MaintainReport:
+    started = time.perf_counter()
+    snap = Snapshot.load(store)
+    before = measure(snap)
+    writer = Writer(store, options.chunk, dry_run)
+    reports: dict[str, dict[str, Any]] = {}
+    try:
+        wanted = [name for name in TASKS if name in tasks and name in _RUNNERS]
+        for name in TASKS:
+            if name in tasks and name in _RUNNERS:
+                progress(len(reports), len(wanted), name)
+                task_started = time.perf_counter()
+                report = _RUNNERS[name](snap, writer, options, moment)
+                report["took_ms"] = round((time.perf_counter() - task_started) * 1000, 3)
+                reports[name] = report
+        progress(len(reports), len(wanted), "done")
+    finally:
+        if graph is not None:
+            graph.invalidate()
+    # A real run measures what was stored (a row changed meanwhile was skipped).
+    after = measure(snap) if dry_run else health(store)
+    return MaintainReport(
+        health_before=before,
+        health_after=after,
+        tasks=reports,
+        dry_run=dry_run,
+        took_ms=round((time.perf_counter() - started) * 1000, 3),
+    )

@@ -1,0 +1,43 @@
+"""The prune task: weak edges and long-idle edgeless learning nodes go."""
+
+from __future__ import annotations
+
+from brain.graph.maintain import maintain
+from tests.brain.graph.maintain.helpers import DAY, T0, G, iso_at
+
+
+def test_prune_drops_weak_edges_except_a_constitutional_nodes(g: G) -> None:
+    g.node("a")
+    g.node("b")
+    g.node("k", authority="constitutional")
+    g.edge("a", "b", 0.04)
+    g.edge("b", "a", -0.03)
+    g.edge("a", "k", 0.01)
+    report = maintain(g.store, tasks=["prune"], now=T0)
+    assert report.tasks["prune"]["edges"] == 2
+    assert g.weight("a", "b") is None
+    assert g.weight("b", "a") is None
+    assert g.weight("a", "k") == 0.01
+
+
+def test_prune_deletes_only_idle_edgeless_overlay_learning_nodes(g: G) -> None:
+    old = T0 - 60 * DAY
+    g.node("idle", vector=1, created=old)
+    g.node("fresh", vector=2, created=T0 - DAY)
+    g.node("fired", vector=3, created=old)
+    g.store.execute(
+        "UPDATE nodes SET last_fired_at = ? WHERE id = ?", (iso_at(T0 - DAY), g.ids["fired"])
+    )
+    g.node("canon", authority="canonical", created=old)
+    g.node("const", authority="constitutional", created=old)
+    g.node("chunk", kind="chunk", created=old, source="a.md")
+    g.node("linked", created=old)
+    g.node("other", created=old)
+    g.edge("linked", "other", 0.5, at=T0)
+
+    report = maintain(g.store, tasks=["prune"], now=T0)
+
+    assert report.tasks["prune"]["nodes"] == 1
+    assert not g.exists("idle")
+    assert not g.has_vector("idle")
+    assert all(g.exists(n) for n in ("fresh", "fired", "canon", "const", "chunk", "linked"))

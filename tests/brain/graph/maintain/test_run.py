@@ -1,0 +1,199 @@
+"""The scheduler: dry runs, tasks by name, chunked transactions, constitutional nodes, engine."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from brain import Brain, BrainConfig, open_store
+from brain.graph.maintain import MaintainOptions, maintain
+from brain.graph.nodes import Graph, NewNode, graph_epoch, insert_node
+from brain.vectors.embedders import HashEmbedder
+from tests.brain.graph.maintain.helpers import DAY, T0, G, dump, iso_at, mixed
+
+
+def test_a_dry_run_writes_nothing_and_reports_what_a_run_does(g: G) -> None:
+    mixed(g)
+    before = dump(g.store)
+    dry = maintain(g.store, dry_run=True, now=T0)
+    assert dump(g.store) == before
+    real = maintain(g.store, now=T0)
+    assert dry.dry_run
+    assert not real.dry_run
+    assert dry.health_after == real.health_after
+    for name, report in real.tasks.items():
+        assert {k: v for k, v in dry.tasks[name].items() if k != "took_ms"} == {
+            k: v for k, v in report.items() if k != "took_ms"
+        }
+
+
+def test_every_chunk_of_writes_is_its_own_transaction_and_moves_the_epoch(g: G) -> None:
+    for i in range(7):
+        g.node(f"n{i}")
+    for i in range(6):
+        g.edge(f"n{i}", f"n{i + 1}", 0.8)
+    epoch = graph_epoch(g.store)
+    maintain(g.store, tasks=["decay"], options=MaintainOptions(chunk=2), now=T0 + DAY)
+    assert graph_epoch(g.store) == epoch + 3
+
+
+def test_unknown_tasks_are_refused() -> None:
+    from brain.errors import InvalidInput
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(Path(tmp) / "x.db", BrainConfig())
+        with pytest.raises(InvalidInput):
+            maintain(store, tasks=["decay", "defrag"])
+        store.close()
+
+
+# -- constitutional nodes never change -------------------------------------------------
+
+graphs = st.fixed_dictionaries(
+    {
+        "nodes": st.lists(
+            st.tuples(
+                st.sampled_from(["teaching", "correction", "directive", "chunk"]),
+                st.sampled_from(["constitutional", "canonical", "overlay", "overlay"]),
+                st.integers(0, 3),  # vector seed: equal seeds are duplicates
+                st.integers(0, 90),  # age in days
+            ),
+            min_size=2,
+            max_size=10,
+        ),
+        "edges": st.lists(
+            st.tuples(
+                st.integers(0, 9),
+                st.integers(0, 9),
+                st.floats(-1, 1, allow_nan=False),
+                st.integers(0, 60),
+            ),
+            max_size=30,
+        ),
+    }
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs)
+def test_no_task_ever_changes_a_constitutional_node_or_its_edges(spec: dict[str, Any]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(Path(tmp) / "g.db", BrainConfig())
+        try:
+            g = G(store, {})
+            with store.transaction():
+                for i, (kind, authority, seed, age) in enumerate(spec["nodes"]):
+                    g.node(str(i), kind, authority, vector=seed, created=T0 - age * DAY, source="s")
+                n = len(spec["nodes"])
+                seen: set[tuple[int, int]] = set()
+                for x, y, w, age in spec["edges"]:
+                    a, b = x % n, y % n
+                    if a != b and (a, b) not in seen:
+                        seen.add((a, b))
+                        g.edge(str(a), str(b), w, at=T0 - age * DAY)
+
+            def protected() -> tuple[list[Any], list[Any], list[Any]]:
+                nodes = store.execute(
+                    "SELECT * FROM nodes WHERE authority = 'constitutional' ORDER BY id"
+                ).fetchall()
+                edges = store.execute(
+                    "SELECT e.* FROM edges e JOIN nodes a ON a.id = e.source "
+                    "JOIN nodes b ON b.id = e.target WHERE 'constitutional' IN "
+                    "(a.authority, b.authority) ORDER BY 1, 2"
+                ).fetchall()
+                vectors = store.execute(
+                    "SELECT v.* FROM vectors v JOIN nodes n ON n.id = v.row_id "
+                    "WHERE n.authority = 'constitutional' ORDER BY 2"
+                ).fetchall()
+                return nodes, edges, vectors
+
+            before = protected()
+            canonical = store.execute(
+                "SELECT id FROM nodes WHERE authority = 'canonical' ORDER BY id"
+            ).fetchall()
+            report = maintain(store, Graph(), now=T0, options=MaintainOptions(connect_k=2))
+            assert protected() == before
+            assert (
+                store.execute(
+                    "SELECT id FROM nodes WHERE authority = 'canonical' ORDER BY id"
+                ).fetchall()
+                == canonical
+            )
+            ghosts = store.scalar(
+                "SELECT count(*) FROM vectors v WHERE kind = 'node' "
+                "AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = v.row_id)"
+            )
+            assert ghosts == 0
+            assert report.health_after.nodes == store.scalar("SELECT count(*) FROM nodes")
+            total = sum(
+                abs(w) for (w,) in store.execute("SELECT weight FROM edges WHERE weight > 0")
+            )
+            assert math.isfinite(total)
+        finally:
+            store.close()
+
+
+# -- through the engine --------------------------------------------------------------
+
+
+def test_the_engine_answers_from_the_maintained_graph(db_path: Path) -> None:
+    brain = Brain(db_path)
+    brain.embedder = HashEmbedder(64)
+    try:
+        first = brain.teach(NewNode("teaching", "the staging database lives on host nova"))
+        second = brain.teach(NewNode("teaching", "the staging database lives on host nova!"))
+        assert brain.health().nodes == 2
+        brain.query("where does the staging database live")  # loads the mirror and the index
+        report = brain.maintain(["merge"], options=MaintainOptions(merge_similarity=0.9))
+        assert report.tasks["merge"]["ids"] == [second.node_id]
+        result = brain.query("where does the staging database live")
+        assert [f.id for f in result.fired] == [first.node_id]
+        assert brain.info().nodes == 1
+    finally:
+        brain.close()
+
+
+def test_no_full_garbage_collection_starts_while_a_run_holds_its_snapshot(db_path: Path) -> None:
+    # A full collection walks every object while holding the GIL: in a daemon, every
+    # other request stood still for it (4.4 s at 1M edges).
+    import gc
+
+    store = open_store(db_path)
+    try:
+        with store.transaction():
+            rows = [
+                insert_node(store, NewNode("teaching", f"fact {i}"), embed=False)[0]
+                for i in range(5_000)
+            ]
+            store.conn.executemany(
+                "INSERT INTO edges (source, target, weight, kind, updated_at) "
+                "VALUES (?, ?, 0.5, 'learned', ?)",
+                (
+                    (rows[i], rows[(i + 1 + k) % len(rows)], iso_at(T0))
+                    for i in range(len(rows))
+                    for k in range(20)
+                ),
+            )
+        full: list[int] = []
+
+        def seen(phase: str, info: dict[str, int]) -> None:
+            if phase == "start" and info["generation"] == 2:
+                full.append(1)
+
+        threshold = gc.get_threshold()
+        gc.callbacks.append(seen)
+        try:
+            report = maintain(store, dry_run=True, now=T0 + 30 * DAY)
+        finally:
+            gc.callbacks.remove(seen)
+        assert report.tasks["decay"]["decayed"] == 100_000
+        assert full == []
+        assert gc.get_threshold() == threshold  # the process's setting is back
+    finally:
+        store.close()
