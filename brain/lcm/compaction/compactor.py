@@ -1,0 +1,331 @@
+"""The compactor: entry points (incremental, sweep, targeted, rebuild), leaf and condensed passes.
+
+Tested in tests/brain/lcm/compaction/test_compactor.py.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from brain.lcm.budgets import Sizes, sizes
+from brain.lcm.compaction.base import ATTEMPTS, message_item, summary_item
+from brain.lcm.compaction.chunks import (
+    condensed_chunk,
+    leaf_chunk,
+    mixed_chunk,
+    newest_within,
+    previous_summary,
+    raw_tokens_from,
+    summary_tokens,
+)
+from brain.lcm.compaction.rebuild import Rebuilds
+from brain.lcm.compaction.report import CompactionReport
+from brain.lcm.compaction.sizing import (
+    LEAF_SHELL_TOKENS,
+    SIZED_MIN_TOKENS,
+    new_condensed,
+    shell_cost,
+    sized_run,
+    sized_target,
+)
+from brain.lcm.context import Conversation, conversation_by_id, tail_start
+from brain.lcm.dag import NewSummary, SourceRef, load_summaries
+from brain.lcm.messages import load_messages
+from brain.lcm.summarize import SummaryRequest
+from brain.lcm.suppress import rebuilds_due
+from brain.progress import Progress, ignore
+from brain.store.connection import Store
+
+__all__ = ["Compactor"]
+
+
+class Compactor(Rebuilds):
+    """Runs compaction passes for one engine."""
+
+    # -- entry points ------------------------------------------------------------
+
+    def incremental(self, conversation_id: int) -> CompactionReport:
+        """In the background: leaf passes while raw tokens outside the tail exceed the
+        threshold, then condensation up to ``incremental_max_depth``, then, for a session
+        that follows a budget, condensation while its summaries pass their share (pairs
+        of the shallowest depth first, else the oldest adjacent summaries whatever their
+        depths). Sizes come from the session's budget (``brain.lcm.budgets``). Skips (returns
+        at once) when another compaction of this conversation is running: that one
+        re-checks the threshold after every pass."""
+        report = CompactionReport()
+        with self._exclusive(conversation_id, wait=False) as got:
+            if not got:
+                report.skipped = "busy"
+                return report
+            started = time.perf_counter()
+            report.tokens_before = self._conversation(conversation_id).context_tokens
+            self._rebuild_withheld(conversation_id, report)
+            while not self._stopping.is_set() and self._over_threshold(conversation_id):
+                if not self._leaf_pass(conversation_id, report):
+                    break
+            if report.leaf_passes:
+                self._condense(conversation_id, report, self.config.incremental_max_depth, None)
+            self._fit_summaries(conversation_id, report)
+            report.tokens_after = self._conversation(conversation_id).context_tokens
+            report.took_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    def sweep(
+        self,
+        conversation_id: int,
+        target_tokens: int | None = None,
+        progress: Progress = ignore,
+    ) -> CompactionReport:
+        """Full sweep: every eligible leaf pass, then condensation, until a pass saves nothing.
+
+        With ``target_tokens``: fold oldest first, only what is needed to bring the
+        context to or under the target (see ``_fold_to``). ``progress`` hears the
+        summaries made so far after each pass (phases ``leaf``, ``condense``).
+        """
+        report = CompactionReport()
+        with self._exclusive(conversation_id, wait=True):
+            started = time.perf_counter()
+            report.tokens_before = self._conversation(conversation_id).context_tokens
+            self._rebuild_withheld(conversation_id, report)
+            if target_tokens is None:
+                while not self._stopping.is_set() and self._leaf_pass(conversation_id, report):
+                    progress(len(report.summaries), None, "leaf")
+                self._condense(conversation_id, report, -1, None)
+                progress(len(report.summaries), None, "condense")
+            else:
+                self._fold_to(conversation_id, target_tokens, report, progress)
+            report.tokens_after = self._conversation(conversation_id).context_tokens
+            report.took_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    def _fold_to(
+        self, conversation_id: int, target: int, report: CompactionReport, progress: Progress
+    ) -> None:
+        """Passes towards ``target``, one at a time, checking the context after each:
+        leaf passes while raw history outside the tail is left, then condensed passes
+        at the pressure fanout, each folding the oldest eligible run. No pass is made
+        once the context is at or under the target, and each is sized to what is still
+        missing (``_leaf_attempt``, ``sized_run``), so the pass that reaches the target
+        folds little more than it must. Stops when nothing more can be folded."""
+        leaves = True
+        while not self._stopping.is_set():
+            missing = self._conversation(conversation_id).context_tokens - target
+            if missing <= 0:
+                return
+            if leaves:
+                # A failed leaf pass (no raw run left, or one that would not shrink)
+                # would fail again: the rest is condensation.
+                leaves = self._leaf_pass(conversation_id, report, missing)
+                if leaves:
+                    progress(len(report.summaries), None, "leaf")
+                    continue
+            fanout = self.config.pressure_fanout
+            if not self._condensed_pass(conversation_id, report, -1, fanout, missing):
+                return
+            progress(len(report.summaries), None, "condense")
+
+    def eligible(self, conversation_id: int) -> bool:
+        """Whether an incremental compaction would do anything now."""
+        return self.config.auto and (
+            self._over_threshold(conversation_id) or self._summaries_over(conversation_id)
+        )
+
+    def rebuild_due(self, conversation_id: int) -> bool:
+        """Whether a summary of the context list waits for its rebuild."""
+        with self._access() as store:
+            return bool(rebuilds_due(store, conversation_id))
+
+    def rebuild(self, conversation_id: int) -> CompactionReport:
+        """Rebuild every withheld summary of the context list (no folding: this runs
+        after a suppression whatever ``auto`` says). Waits for a running compaction
+        of the conversation, which rebuilds first itself."""
+        report = CompactionReport()
+        with self._exclusive(conversation_id, wait=True):
+            started = time.perf_counter()
+            report.tokens_before = self._conversation(conversation_id).context_tokens
+            self._rebuild_withheld(conversation_id, report)
+            report.tokens_after = self._conversation(conversation_id).context_tokens
+            report.took_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    # -- leaf passes -------------------------------------------------------------
+
+    def _over_threshold(self, conversation_id: int) -> bool:
+        with self._access() as store:
+            conv = conversation_by_id(store, conversation_id)
+            sized = sizes(self.config, conv.budget)
+            start = self._tail_start(store, conv, sized)
+            outside = conv.raw_tokens - raw_tokens_from(store, conversation_id, start)
+        return outside > sized.threshold
+
+    def _tail_start(self, store: Store, conv: Conversation, sized: Sizes) -> int:
+        """Where the tail compaction keeps starts: ``fresh_tail_count`` messages, fewer
+        when they cost more than the budget leaves the tail (assemble would cut such a
+        tail, and the history between would be dropped with no summary covering it)."""
+        count = self.config.fresh_tail_count
+        if sized.tail_tokens is not None:
+            count = newest_within(store, conv.id, count, sized.tail_tokens)
+        return tail_start(store, conv, count)
+
+    def _summaries_over(self, conversation_id: int) -> bool:
+        """Whether the summaries in the context list pass their share of the session's
+        budget (never, for a session that follows none)."""
+        with self._access() as store:
+            conv = conversation_by_id(store, conversation_id)
+            room = sizes(self.config, conv.budget).summary_room
+            if room is None:
+                return False
+            return summary_tokens(store, conversation_id) > room
+
+    def _fit_summaries(self, conversation_id: int, report: CompactionReport) -> None:
+        """Condense until the summaries fit their share of the budget: runs of two or more
+        at the shallowest depth first, else the oldest adjacent summaries whatever their
+        depths (a run of distinct depths could otherwise never fold)."""
+        max_depth = self.config.incremental_max_depth
+        while not self._stopping.is_set() and self._summaries_over(conversation_id):
+            if self._condensed_pass(conversation_id, report, max_depth, 2):
+                continue
+            if max_depth >= 0 or not self._condensed_pass(
+                conversation_id, report, max_depth, 2, mixed=True
+            ):
+                return
+
+    def _leaf_pass(
+        self, conversation_id: int, report: CompactionReport, missing: int | None = None
+    ) -> bool:
+        """Fold the oldest run of raw messages outside the tail; False if there is none.
+        ``missing``: tokens the context is over a compaction target (sizes the pass)."""
+        for _ in range(ATTEMPTS):
+            done = self._leaf_attempt(conversation_id, report, missing)
+            if done is not None:
+                return done
+        return False
+
+    def _leaf_attempt(
+        self, conversation_id: int, report: CompactionReport, missing: int | None
+    ) -> bool | None:
+        """One read-summarise-commit of the leaf chunk; None: retry (a suppression landed).
+
+        Towards a target (``missing`` given), the chunk is only what is missing plus
+        room for its summary, and the summary's size limit is lowered so that the
+        pass lands at the target, not below it (``sized_target``).
+        """
+        with self._access() as store:
+            conv = conversation_by_id(store, conversation_id)
+            sized = sizes(self.config, conv.budget)
+            cap = sized.leaf_chunk
+            if missing is not None:
+                wanted = min(sized.leaf_target, max(SIZED_MIN_TOKENS, missing))
+                cap = min(cap, missing + LEAF_SHELL_TOKENS + wanted)
+            start = self._tail_start(store, conv, sized)
+            chunk = leaf_chunk(store, conversation_id, start, cap)
+            if not chunk:
+                return False
+            messages = load_messages(store, [i.message_id for i in chunk if i.message_id])
+            previous = previous_summary(store, conversation_id, chunk[0].pos)
+        new = NewSummary(
+            conversation_id=conversation_id,
+            kind="leaf",
+            depth=0,
+            content="",
+            first_seq=chunk[0].pos,
+            last_seq=chunk[-1].pos,
+            earliest_at=min(m.created_at for m in messages),
+            latest_at=max(m.created_at for m in messages),
+            descendant_count=0,
+            descendant_tokens=sum(m.token_count for m in messages),
+            message_count=len(messages),
+            file_ids=tuple(
+                dict.fromkeys(p.file_id for m in messages for p in m.parts if p.file_id)
+            ),
+            summarizer="",
+            sources=tuple(SourceRef(message_id=m.row_id, omitted=m.suppressed) for m in messages),
+        )
+        target = sized.leaf_target
+        if missing is not None:
+            room = sum(i.token_count for i in chunk) - missing - shell_cost(new, ())
+            target = sized_target(target, room)
+        request = SummaryRequest(
+            kind="leaf",
+            depth=0,
+            # Suppressed messages stay in the lineage but their text must
+            # not leak into the summary.
+            items=tuple(message_item(m) for m in messages if not m.suppressed),
+            target_tokens=target,
+            previous=previous[1] if previous else None,
+        )
+        text, summarizer = self._summarize(request, report)
+        new = replace(new, content=text, summarizer=summarizer)
+        return self._commit(conversation_id, chunk, new, (), report, previous)
+
+    # -- condensed passes --------------------------------------------------------
+
+    def _condense(
+        self, conversation_id: int, report: CompactionReport, max_depth: int, fanout: int | None
+    ) -> None:
+        while not self._stopping.is_set() and self._condensed_pass(
+            conversation_id, report, max_depth, fanout
+        ):
+            pass
+
+    def _condensed_pass(
+        self,
+        conversation_id: int,
+        report: CompactionReport,
+        max_depth: int,
+        fanout: int | None,
+        missing: int | None = None,
+        *,
+        mixed: bool = False,
+    ) -> bool:
+        """Fold the oldest run of same-depth summaries at the shallowest eligible depth
+        (``mixed``: the oldest run of at least ``fanout`` adjacent summaries, any depths).
+        ``missing``: tokens the context is over a compaction target (sizes the pass)."""
+        for _ in range(ATTEMPTS):
+            done = self._condensed_attempt(
+                conversation_id, report, max_depth, fanout, missing, mixed
+            )
+            if done is not None:
+                return done
+        return False
+
+    def _condensed_attempt(
+        self,
+        conversation_id: int,
+        report: CompactionReport,
+        max_depth: int,
+        fanout: int | None,
+        missing: int | None,
+        mixed: bool = False,
+    ) -> bool | None:
+        """One read-summarise-commit of the condensed chunk; None: retry."""
+        with self._access() as store:
+            if mixed:
+                found = mixed_chunk(store, conversation_id, fanout or 2, self.config)
+            else:
+                found = condensed_chunk(store, conversation_id, self.config, max_depth, fanout)
+            if found is None:
+                return False
+            chunk, depth = found
+            kids = load_summaries(store, [i.summary_id for i in chunk if i.summary_id])
+            ordered = [kids[i.summary_id] for i in chunk if i.summary_id in kids]
+            previous = previous_summary(store, conversation_id, chunk[0].pos)
+            budget = conversation_by_id(store, conversation_id).budget
+        target = sizes(self.config, budget).condensed_target
+        if missing is not None and len(ordered) == len(chunk):
+            need = fanout or len(chunk)
+            chunk, ordered, target = sized_run(chunk, ordered, need, missing, target)
+        new = new_condensed(conversation_id, depth + 1, ordered)
+        request = SummaryRequest(
+            kind="condensed",
+            depth=depth + 1,
+            items=tuple(summary_item(s) for s in ordered if not s.hidden),
+            target_tokens=target,
+            previous=previous[1] if previous else None,
+        )
+        text, summarizer = self._summarize(request, report)
+        new = replace(new, content=text, summarizer=summarizer)
+        return self._commit(
+            conversation_id, chunk, new, tuple(s.id for s in ordered), report, previous
+        )
