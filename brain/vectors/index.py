@@ -29,11 +29,9 @@ search layer filters them out, as it does for full text.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -44,9 +42,12 @@ from brain.store.connection import Store
 from brain.store.identity import stored_identity
 from brain.vectors.ann import IVF, default_nprobe, top_k
 from brain.vectors.embedders import Embedder
+from brain.vectors.epochs import KINDS, Kind, bump_epochs, epochs, note_vectors_changed
+from brain.vectors.queue import Pending, pending_batch, text_hash
 from brain.vectors.writes import enqueue_everything
 
 __all__ = [
+    "Kind",
     "Pending",
     "VectorIndex",
     "pending_batch",
@@ -55,66 +56,9 @@ __all__ = [
     "text_hash",
 ]
 
-Kind = Literal["message", "summary", "node"]
-_KINDS: Final[tuple[Kind, Kind, Kind]] = ("message", "summary", "node")
-_EPOCH_KEY: Final = "vectors_epoch:"
 EXACT_BELOW: Final = 200_000
 """Unscoped searches are exact below this many rows (~5 ms at dim 256), IVF above."""
 _TAIL_FRACTION: Final = 0.2  # unclustered rows, relative to clustered, before a rebuild
-
-
-def pending_batch(
-    store: Store,
-    keys: Sequence[tuple[Kind, int]],
-    conversations: Sequence[int],
-    texts: Sequence[str],
-) -> Pending:
-    """A batch for ``VectorIndex.put``: which texts need embedding, each once.
-
-    A text whose hash already has a stored vector is copied from it (slot -1);
-    the others get a slot in ``to_embed``, shared by equal texts in the batch.
-    """
-    hashes = tuple(text_hash(t) for t in texts)
-    slot_of: dict[bytes, int] = {}
-    to_embed: list[str] = []
-    slots: list[int] = []
-    for text, digest in zip(texts, hashes, strict=True):
-        if digest not in slot_of:
-            stored = store.one("SELECT 1 FROM vectors WHERE text_hash = ? LIMIT 1", (digest,))
-            slot_of[digest] = -1 if stored is not None else len(to_embed)
-            if stored is None:
-                to_embed.append(text)
-        slots.append(slot_of[digest])
-    return Pending(
-        tuple(keys), tuple(conversations), tuple(texts), hashes, tuple(slots), tuple(to_embed)
-    )
-
-
-def text_hash(text: str) -> bytes:
-    """The 16-byte blake2b digest of ``text``'s UTF-8: equal texts share one vector."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """Rows taken from the queue for embedding, and which of their texts need embedding.
-
-    ``slots[i]`` is the index in ``to_embed`` of row ``i``'s text, or ``-1`` when a vector
-    for that text is already stored (``put`` copies it). ``to_embed`` has each text once.
-    """
-
-    keys: tuple[tuple[Kind, int], ...]
-    conversations: tuple[int, ...]
-    texts: tuple[str, ...]
-    hashes: tuple[bytes, ...]
-    slots: tuple[int, ...]
-    to_embed: tuple[str, ...]
-
-    def embed(self, embedder: Embedder, dim: int) -> npt.NDArray[np.float32]:
-        """The vectors of ``to_embed`` (an empty matrix when every text had one)."""
-        if not self.to_embed:
-            return np.zeros((0, dim), dtype=np.float32)
-        return embedder.embed(list(self.to_embed))
 
 
 class VectorIndex:
@@ -196,7 +140,7 @@ class VectorIndex:
             if reset:
                 store.execute("DELETE FROM vectors")
                 enqueue_everything(store)
-                _bump_epochs(store, _KINDS)
+                bump_epochs(store, KINDS)
             store.execute(
                 "INSERT INTO meta (key, value) VALUES ('embedder_name', ?), ('embedder_dim', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -345,9 +289,9 @@ class VectorIndex:
                 )
                 stored.append(i)
             written = tuple(dict.fromkeys(pending.keys[i][0] for i in stored))
-            before = _epochs(store, self.kinds)
-            _bump_epochs(store, written)
-            after = _epochs(store, self.kinds)
+            before = epochs(store, self.kinds)
+            bump_epochs(store, written)
+            after = epochs(store, self.kinds)
         mine = [i for i in stored if pending.keys[i][0] in self.kinds]
         if mine:
             with self._lock:
@@ -355,7 +299,7 @@ class VectorIndex:
                     idx = np.asarray(mine, dtype=np.int64)
                     self._append(
                         vectors[idx],
-                        np.asarray([_KINDS.index(pending.keys[i][0]) for i in mine], np.int8),
+                        np.asarray([KINDS.index(pending.keys[i][0]) for i in mine], np.int8),
                         np.asarray([pending.keys[i][1] for i in mine], np.int64),
                         np.asarray([pending.conversations[i] for i in mine], np.int64),
                     )
@@ -407,7 +351,7 @@ class VectorIndex:
                 # One equality pass is ~0.2 ms at 1M rows; isin sorts when given many ids.
                 mask &= convs == wanted[0] if len(wanted) == 1 else np.isin(convs, wanted)
             if kinds is not None:
-                codes = np.asarray([_KINDS.index(kind) for kind in kinds], dtype=np.int8)
+                codes = np.asarray([KINDS.index(kind) for kind in kinds], dtype=np.int8)
                 mask &= np.isin(kinds_of, codes)
             positions = np.flatnonzero(mask)
             scores = matrix[positions] @ q
@@ -428,7 +372,7 @@ class VectorIndex:
             best = top_k(scores, k)
             positions, scores = positions[best], scores[best]
         return [
-            (_KINDS[int(kinds_of[i])], int(row_ids[i]), float(s))
+            (KINDS[int(kinds_of[i])], int(row_ids[i]), float(s))
             for i, s in zip(positions.tolist(), scores.tolist(), strict=True)
         ]
 
@@ -515,7 +459,7 @@ class VectorIndex:
             self._idle.set()
 
     def _refresh(self, store: Store) -> None:
-        epoch = _epochs(store, self.kinds)
+        epoch = epochs(store, self.kinds)
         with self._lock:
             if self._epoch == epoch:
                 return
@@ -531,7 +475,7 @@ class VectorIndex:
         matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), self.dim).copy()
         with self._lock:
             self._matrix = matrix
-            self._kinds = np.asarray([_KINDS.index(r[0]) for r in rows], dtype=np.int8)
+            self._kinds = np.asarray([KINDS.index(r[0]) for r in rows], dtype=np.int8)
             self._row_ids = np.asarray([r[1] for r in rows], dtype=np.int64)
             self._convs = np.asarray([r[2] for r in rows], dtype=np.int64)
             self._n = len(rows)
@@ -575,38 +519,3 @@ def _grown(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[Any
     grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[:used] = array[:used]
     return grown
-
-
-def _epochs(store: Store, kinds: Sequence[Kind]) -> tuple[int, ...]:
-    """The write counters of ``kinds``' vectors, in order (0 before the first write).
-
-    One counter per kind: a taught node does not make grep's index of messages
-    reload, and a drained batch of messages does not make the graph's reload.
-    """
-    stored = dict(
-        store.execute(
-            "SELECT key, value FROM meta WHERE key IN (SELECT value FROM json_each(?))",
-            (orjson.dumps([_EPOCH_KEY + kind for kind in kinds]),),
-        )
-    )
-    return tuple(int(stored.get(_EPOCH_KEY + kind, 0)) for kind in kinds)
-
-
-def _bump_epochs(store: Store, kinds: Sequence[Kind]) -> None:
-    """Count a write to ``kinds``' vectors (inside the writing transaction)."""
-    for kind in kinds:
-        store.execute(
-            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE "
-            "SET value = CAST(value AS INTEGER) + 1",
-            (_EPOCH_KEY + kind,),
-        )
-
-
-def note_vectors_changed(store: Store, kinds: Sequence[Kind]) -> None:
-    """Count a write to ``kinds``' vectors made outside an index (inside its transaction).
-
-    Code that deletes vector rows directly (maintenance merging or pruning nodes)
-    calls this, so every process's index holding those kinds reloads before its
-    next search instead of returning rows that are gone.
-    """
-    _bump_epochs(store, kinds)

@@ -9,7 +9,7 @@ deletes, doctor requeues rows whose vectors it drops. It imports no numpy, so
 ingest stays cheap.
 
 Tested through its callers: ``tests/brain/vectors/test_index.py`` (queue and
-drain), ``tests/brain/lcm/test_ingest.py``, ``tests/brain/graph/test_sync.py``.
+drain), ``tests/brain/lcm/test_ingest.py``, ``tests/brain/graph/sync/test_apply.py``.
 """
 
 from __future__ import annotations
