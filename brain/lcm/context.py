@@ -9,8 +9,9 @@ The *fresh tail* is the protected end of the list: the newest
 ``fresh_tail_count`` messages, stretched back to the newest user message and
 to the call of any tool result inside it, and never into a summary.
 
-Tested through what keeps the list: ``tests/brain/lcm/test_compaction.py``,
-``test_budgets.py`` and ``test_assemble.py``, and the list's invariants in ``helpers.py``.
+Tested through what keeps the list: ``tests/brain/lcm/compaction/test_compactor.py``, and
+``test_budgets.py``, ``test_assemble.py`` and the list's invariants in ``helpers.py`` of
+``tests/brain/lcm/``.
 """
 
 from __future__ import annotations
