@@ -403,53 +403,11 @@ class Brain:
         ``embed_nodes(result.new_rows)`` then embeds them (the daemon does so apart
         from its database threads, since it may wait on a provider).
         """
-        from brain.graph.sync import (
-            CHUNK_CHARS,
-            SyncIndexed,
-            SyncReport,
-            read_workspace,
-            remove_missing,
-            sync_file,
-            workspace_nodes,
-        )
+        from brain.graph.sync import index_workspace
 
-        started = time.perf_counter()
-        chars = CHUNK_CHARS if max_chars is None else max_chars
-        read = read_workspace(workspace, paths, authority, max_chars=chars)
-        added = kept = moved = removed = edges = 0
-        new_rows: list[int] = []
-        for n, file in enumerate(read.files):
-            progress(n, len(read.files), "index")
-            with self._lock:
-                done = sync_file(self._store, read.root, file)
-            added, kept, moved = added + done.added, kept + done.kept, moved + done.moved
-            removed, edges = removed + done.removed, edges + done.edges
-            new_rows.extend(done.new_rows)
-        progress(len(read.files), len(read.files), "index")
-        sources = [f.source for f in read.files]
-        while True:
-            with self._lock:
-                gone, left = remove_missing(self._store, read.root, sources)
-            removed += gone
-            if not left:
-                break
-        with self._lock:
-            nodes = workspace_nodes(self._store, read.root)
-        report = SyncReport(
-            workspace=str(read.root),
-            files=len(read.files),
-            added=added,
-            kept=kept,
-            moved=moved,
-            removed=removed,
-            nodes=nodes,
-            edges=edges,
-            embedded=0,
-            pending=len(new_rows),
-            took_ms=0.0,
-            refused=read.refused,
+        return index_workspace(
+            self._locked_store, workspace, paths, authority, max_chars=max_chars, progress=progress
         )
-        return SyncIndexed(report, tuple(new_rows), started)
 
     def embed_nodes(
         self, row_ids: Sequence[int], batch: int = 256, progress: Progress = ignore

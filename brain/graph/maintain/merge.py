@@ -19,6 +19,7 @@ from brain.graph.maintain.snapshot import LEARNING_KINDS, Edge, Node, Snapshot
 from brain.graph.maintain.writer import Writer
 from brain.graph.nodes import clamp_weight
 from brain.store.connection import Store
+from brain.vectors.writes import enqueue
 
 __all__ = ["merge"]
 
@@ -212,7 +213,5 @@ def _merge_rows(store: Store, gone: int, kept: int, append_text: bool, stamp: st
         store.execute(
             "UPDATE nodes SET content = content || char(10) || ? WHERE id = ?", (row[1], kept)
         )
-        store.execute(
-            "INSERT OR IGNORE INTO embed_queue (kind, row_id) VALUES ('node', ?)", (kept,)
-        )
+        enqueue(store, "node", [kept])
     delete_node(store, gone)

@@ -13,6 +13,7 @@ import numpy.typing as npt
 import orjson
 
 from brain.store.connection import Store
+from brain.vectors.writes import dequeue, drop_vectors
 
 __all__ = ["delete_node", "node_vectors"]
 
@@ -33,6 +34,6 @@ def node_vectors(store: Store, rows: Iterable[int]) -> dict[int, npt.NDArray[np.
 def delete_node(store: Store, row_id: int) -> None:
     """A node with its edges, its vector and its queued embedding: no ghost vectors."""
     store.execute("DELETE FROM edges WHERE source = ? OR target = ?", (row_id, row_id))
-    store.execute("DELETE FROM vectors WHERE kind = 'node' AND row_id = ?", (row_id,))
-    store.execute("DELETE FROM embed_queue WHERE kind = 'node' AND row_id = ?", (row_id,))
+    drop_vectors(store, "node", [row_id])
+    dequeue(store, "node", [row_id])
     store.execute("DELETE FROM nodes WHERE id = ?", (row_id,))

@@ -45,6 +45,7 @@ from brain.graph.sync.apply import (
 )
 from brain.graph.sync.chunks import CHUNK_CHARS, Chunk, chunk_markdown, split_lines
 from brain.graph.sync.report import SyncIndexed, SyncReport
+from brain.graph.sync.run import index_workspace
 from brain.graph.sync.workspace import (
     DEFAULT_AUTHORITY,
     DEFAULT_FILES,
@@ -60,6 +61,7 @@ from brain.graph.sync.workspace import (
 )
 
 __all__ = [
+    "index_workspace",
     "CHUNK_CHARS",
     "DEFAULT_AUTHORITY",
     "DEFAULT_FILES",

@@ -20,6 +20,7 @@ from brain.graph.sync.chunks import Chunk
 from brain.graph.sync.workspace import WorkspaceFile
 from brain.store.connection import Store
 from brain.vectors.index import Pending, note_vectors_changed, pending_batch, text_hash
+from brain.vectors.writes import dequeue, drop_vectors
 
 __all__ = [
     "REMOVE_BATCH",
@@ -138,24 +139,10 @@ def delete_nodes(store: Store, row_ids: Sequence[int]) -> None:
     """
     if not row_ids:
         return
-    ids = orjson.dumps(list(row_ids))
-    store.execute(
-        "DELETE FROM embed_queue WHERE kind = 'node' "
-        "AND row_id IN (SELECT value FROM json_each(?))",
-        (ids,),
-    )
-    vectors = store.one(
-        "SELECT count(*) FROM vectors WHERE kind = 'node' "
-        "AND row_id IN (SELECT value FROM json_each(?))",
-        (ids,),
-    )
-    if vectors is not None and int(vectors[0]):
-        store.execute(
-            "DELETE FROM vectors WHERE kind = 'node' "
-            "AND row_id IN (SELECT value FROM json_each(?))",
-            (ids,),
-        )
+    dequeue(store, "node", row_ids)
+    if drop_vectors(store, "node", row_ids):
         note_vectors_changed(store, ("node",))
+    ids = orjson.dumps(list(row_ids))
     store.execute("DELETE FROM nodes WHERE id IN (SELECT value FROM json_each(?))", (ids,))
 
 
