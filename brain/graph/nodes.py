@@ -149,6 +149,20 @@ def insert_summary_node(store: Store, node_id: str, summary_row_id: int, created
     )
 
 
+def add_missing_summary_nodes(store: Store) -> int:
+    """Give each summary with no graph node its node (``brain doctor``'s repair); how many.
+
+    A summary whose id is already some node's id is left alone (that node is not its own).
+    """
+    store.execute(
+        "INSERT INTO nodes (node_id, kind, summary_id, created_at) "
+        "SELECT s.summary_id, 'summary', s.id, s.created_at FROM summaries s "
+        "WHERE NOT EXISTS (SELECT 1 FROM nodes n WHERE n.summary_id = s.id) "
+        "AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = s.summary_id)"
+    )
+    return int(store.changes())
+
+
 def insert_node(store: Store, new: NewNode, *, embed: bool = True) -> tuple[int, str, bool]:
     """Store a node (inside the caller's transaction); (row id, public id, created).
 

@@ -56,6 +56,20 @@ def enqueue_everything(store: Store) -> None:
     )
 
 
+def enqueue_existing(store: Store, keys: Sequence[tuple[str, int]]) -> None:
+    """Queue the rows among ``keys`` (kind, row id) that still exist and have text to embed
+    (a ghost vector's row is gone: nothing to embed)."""
+    tables = {"message": "messages", "summary": "summaries", "node": "nodes"}
+    for kind, row_id in keys:
+        if kind in tables:
+            store.execute(
+                f"INSERT OR IGNORE INTO embed_queue (kind, row_id) SELECT ?, id "  # noqa: S608
+                f"FROM {tables[kind]} WHERE id = ?"
+                + (" AND content IS NOT NULL" if kind == "node" else ""),
+                (kind, row_id),
+            )
+
+
 def dequeue(store: Store, kind: Kind, row_ids: Sequence[int]) -> None:
     """Take rows of ``kind`` off the queue (they are gone, or need no vector)."""
     if not row_ids:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from brain.graph.nodes import bump_epoch
+from brain.graph.nodes import add_missing_summary_nodes, bump_epoch
 from brain.ops.doctor.report import Finding
 from brain.store.connection import Store
 
@@ -63,13 +63,7 @@ def repair(store: Store, found: Finding) -> list[str]:
     done: list[str] = []
     if found.has("summaries_without_node"):
         with store.transaction():
-            store.execute(
-                "INSERT INTO nodes (node_id, kind, summary_id, created_at) "  # noqa: S608
-                "SELECT s.summary_id, 'summary', s.id, s.created_at "
-                + _NODELESS_SUMMARIES
-                + " AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = s.summary_id)"
-            )
-            created = store.changes()
+            created = add_missing_summary_nodes(store)
             bump_epoch(store)
         done.append(f"created {created} summary nodes")
     if found.has("dangling_edges"):

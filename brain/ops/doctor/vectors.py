@@ -13,6 +13,7 @@ from typing import Any, Final
 from brain.ops.doctor.report import Finding
 from brain.store.connection import Store
 from brain.vectors.index import Kind, note_vectors_changed, stored_identity
+from brain.vectors.writes import enqueue_existing
 
 __all__ = ["check", "repair"]
 
@@ -94,7 +95,7 @@ def repair(store: Store, found: Finding) -> list[str]:
                     (dim * 4,),
                 )
             )
-            _queue(store, [(str(k), int(r)) for k, r in bad])
+            enqueue_existing(store, [(str(k), int(r)) for k, r in bad])
             note_vectors_changed(store, _kinds(bad))
         done.append(f"deleted {len(bad)} vectors of the wrong length and queued their rows")
     if found.has("ghosts"):
@@ -110,19 +111,6 @@ def repair(store: Store, found: Finding) -> list[str]:
                 queued += store.changes()
         done.append(f"queued {queued} rows for embedding")
     return done
-
-
-def _queue(store: Store, keys: list[tuple[str, int]]) -> None:
-    """Queue the rows that still exist (a ghost's row is gone: nothing to embed)."""
-    tables = {"message": "messages", "summary": "summaries", "node": "nodes"}
-    for kind, row_id in keys:
-        if kind in tables:
-            store.execute(
-                f"INSERT OR IGNORE INTO embed_queue (kind, row_id) SELECT ?, id "  # noqa: S608
-                f"FROM {tables[kind]} WHERE id = ?"
-                + (" AND content IS NOT NULL" if kind == "node" else ""),
-                (kind, row_id),
-            )
 
 
 def _kinds(rows: list[Any]) -> list[Kind]:
