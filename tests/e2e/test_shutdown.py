@@ -137,7 +137,13 @@ def test_every_line_already_sent_after_shutdown_is_answered_even_past_one_read(
     writer.join(10)
     assert code == 0
     refused = [a for a in answers if a["id"] != "bye"]
-    assert len(refused) == 5000
+    # The drain answers what keeps arriving without a quiet spell; on a loaded
+    # machine the writer may pause longer than that before its last lines, which
+    # were then not yet sent. So: the lines answered are the first ones sent, and
+    # more than one pipe read (64 KiB) holds.
+    one_read = 65536 // len(request_frame(0, "ping"))
+    assert len(refused) > one_read
+    assert sorted(a["id"] for a in refused) == list(range(len(refused)))
     assert {a["error"]["code"] for a in refused} == {errors.ShuttingDown.CODE}
 
 
