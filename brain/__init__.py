@@ -20,7 +20,7 @@ from brain.version import __version__
 
 if TYPE_CHECKING:
     from brain.config import BrainConfig, CompactionConfig, RecallMode
-    from brain.engine import Brain, teach_text
+    from brain.engine import Brain
     from brain.errors import (
         BrainError,
         Conflict,
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from brain.graph.maintain import TASKS as MAINTAIN_TASKS
     from brain.graph.maintain import MaintainOptions
     from brain.graph.nodes import NewNode, insert_node
+    from brain.graph.service import teach_text
     from brain.graph.traverse import TraverseOptions
     from brain.lcm.assemble import Assembled, AssembleOptions
     from brain.lcm.budgets import sizes as compaction_sizes
@@ -144,7 +145,7 @@ _WHERE: dict[str, str] = {
     "ivf_default_nprobe": "brain.vectors.ann:default_nprobe",
     "open_store": "brain.store.connection",
     "session_conversation": "brain.lcm.context:conversation",
-    "teach_text": "brain.engine",
+    "teach_text": "brain.graph.service",
 }
 """Each public name and where it is defined: ``module`` or ``module:attribute``."""
 

@@ -35,10 +35,14 @@ if TYPE_CHECKING:
 class Embedding:
     """One engine's vector indexes and embedding loops over the store ``lease`` lends."""
 
-    def __init__(self, lease: StoreLease, *, may_switch: bool) -> None:
-        """``lease``: the store under the engine's lock. ``may_switch``: an index may
-        replace stored vectors of another embedder (see ``VectorIndex.check_identity``)."""
+    def __init__(self, lease: StoreLease, embedder: Embedder, *, may_switch: bool) -> None:
+        """``lease``: the store under the engine's lock. ``embedder``: the engine's
+        embedder. ``may_switch``: an index may replace stored vectors of another
+        embedder (see ``VectorIndex.check_identity``)."""
         self._lease = lease
+        self.embedder = embedder
+        """The engine's embedder; replacing it re-embeds everything (lazily): the
+        indexes are made again for it on next use."""
         self.may_switch = may_switch
         self._made = threading.Lock()
         self.index: VectorIndex | None = None

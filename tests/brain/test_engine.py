@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 
 import brain
-from brain import Brain, BrainConfig, MessageIn, NotFound, open_store
+from brain import Brain, BrainConfig, HashEmbedder, MessageIn, NotFound, open_store
 from brain.lcm.content import FILE_MARKER, new_file_id
 from brain.payloads.files import write_file
 from brain.store.schema import SCHEMA_VERSION
@@ -328,3 +328,67 @@ def test_importing_brain_loads_neither_the_daemon_nor_an_event_loop_library() ->
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == ""
+
+
+# -- the facade -----------------------------------------------------------------------------------
+
+PUBLIC = [
+    "admit_grant", "assemble", "bootstrap", "charge_grant", "chat", "close", "compact",
+    "compact_incremental", "compaction_due", "config", "create_grant", "describe", "draft_answer",
+    "embed_before_search", "embed_nodes", "embed_pending", "embed_query", "embedder",
+    "embeddings_pending", "expand", "expand_query", "get_grant", "get_message", "grep", "health",
+    "info", "ingest", "learn", "maintain", "may_switch_embedder", "path", "prepare_teach", "probe",
+    "query", "rebuild_withheld", "recall_text", "reload", "renew_grant", "revoke_grant", "save",
+    "settle_grant", "stop_compactions", "store", "suppress", "sync", "sync_index", "synthesize",
+    "teach", "trace", "withheld_sessions",
+]  # fmt: skip
+
+
+def test_a_brain_offers_exactly_the_pinned_public_names(fresh_brain: Brain) -> None:
+    assert sorted(n for n in dir(fresh_brain) if not n.startswith("_")) == PUBLIC
+
+
+def test_every_public_method_of_a_brain_says_what_it_does(fresh_brain: Brain) -> None:
+    for name in PUBLIC:
+        member = getattr(fresh_brain, name)
+        if callable(member):
+            assert (member.__doc__ or "").strip(), name
+
+
+def test_settings_set_on_a_brain_are_the_ones_its_operations_use(fresh_brain: Brain) -> None:
+    embedder = HashEmbedder(16)
+    fresh_brain.embedder = embedder
+    fresh_brain.embed_before_search = 7
+    assert fresh_brain.embedder is embedder
+    assert fresh_brain.embed_before_search == 7
+    assert fresh_brain.chat is None
+    assert fresh_brain.embed_query("hello").vector.shape == (16,)
+    assert fresh_brain.info().embeddings.embedder == embedder.name
+
+
+def test_opening_a_brain_and_answering_info_loads_no_operation_module(db_path: Path) -> None:
+    code = (
+        "import sys, brain\n"
+        f"engine = brain.Brain({str(db_path)!r})\n"
+        "engine.info()\n"
+        "engine.close()\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = set(out.stdout.split())
+    assert "brain.engine" in loaded
+    heavy = {
+        "numpy",
+        "brain.lcm.assemble",
+        "brain.lcm.compaction",
+        "brain.lcm.ingest",
+        "brain.recall.search",
+        "brain.recall.expand",
+        "brain.graph.nodes",
+        "brain.graph.retrieval",
+        "brain.ops.grants",
+        "brain.vectors.index",
+    }
+    assert loaded.isdisjoint(heavy), sorted(loaded & heavy)

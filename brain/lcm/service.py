@@ -1,0 +1,261 @@
+"""The engine's session operations: ingest, bootstrap, read back, assemble, describe,
+expand, suppress, and the control of compaction.
+
+One ``LcmService`` per open database holds the compactor (with the summarizer) and
+the assembler (with its per-conversation caches), both built on first use: most
+processes never compact or assemble, and ``info`` needs neither. Reads run on a
+read connection; writes under the write lock; a compaction or a bootstrap takes the
+lock once per step, so other requests go on between steps.
+
+Tested through the engine: tests/brain/test_engine.py and tests/brain/lcm/ (ingest,
+bootstrap, assemble, describe, suppress, compaction).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from brain.config import BrainConfig
+from brain.errors import NotFound
+from brain.progress import Progress, ignore
+from brain.store.access import Access
+from brain.store.connection import Store
+
+if TYPE_CHECKING:
+    from brain.lcm.assemble import Assembled, AssembleOptions, Assembler
+    from brain.lcm.bootstrap import BootstrapReport, OnFork
+    from brain.lcm.compaction import CompactionReport, Compactor
+    from brain.lcm.content import MessageIn
+    from brain.lcm.ingest import IngestResult
+    from brain.lcm.summarize import Summarizer
+    from brain.lcm.suppress import SuppressResult
+
+
+class LcmService:
+    """The sessions of one database: their messages, summaries and context lists."""
+
+    def __init__(self, access: Access, config: BrainConfig, summarizer: Summarizer | None) -> None:
+        """``summarizer``: what compaction summarizes with (None: extractive only)."""
+        self._access = access
+        self._config = config
+        self._summarizer = summarizer
+        self._parts = threading.Lock()
+        self._compactor: Compactor | None = None
+        self._assembler: Assembler | None = None
+        self._stopped = False
+
+    # -- parts built on first use ---------------------------------------------
+
+    @property
+    def compactor(self) -> Compactor:
+        """The compactor, built (and its modules imported) on first use."""
+        if self._compactor is None:
+            with self._parts:
+                if self._compactor is None:
+                    from brain.lcm.compaction import Compactor
+                    from brain.lcm.summarize import ExtractiveSummarizer
+
+                    extractive = ExtractiveSummarizer()
+                    compactor = Compactor(
+                        self._access.locked,
+                        self._config.compaction,
+                        self._summarizer or extractive,
+                        extractive,
+                    )
+                    if self._stopped:
+                        compactor.stop()
+                    self._compactor = compactor
+        return self._compactor
+
+    @property
+    def assembler(self) -> Assembler:
+        """The assembler, built on first use."""
+        if self._assembler is None:
+            with self._parts:
+                if self._assembler is None:
+                    from brain.lcm.assemble import Assembler
+
+                    self._assembler = Assembler(self._config.compaction)
+        return self._assembler
+
+    def forget(self) -> None:
+        """Drop what the assembler cached (the database was reopened)."""
+        if self._assembler is not None:
+            self._assembler.forget()
+
+    # -- writes -----------------------------------------------------------------
+
+    def ingest(
+        self,
+        session: str,
+        messages: Sequence[MessageIn],
+        *,
+        session_key: str | None = None,
+        field: str = "messages",
+        batch: bool = True,
+        create: bool = True,
+    ) -> IngestResult:
+        """Append messages to a session; see ``brain.lcm.ingest.ingest``."""
+        from brain.lcm.ingest import ingest
+
+        with self._access.locked() as store:
+            return ingest(
+                store,
+                session,
+                messages,
+                session_key=session_key,
+                field=field,
+                batch=batch,
+                create=create,
+            )
+
+    def bootstrap(
+        self,
+        session: str,
+        path: str | Path,
+        *,
+        session_key: str | None = None,
+        on_fork: OnFork = "refuse",
+        progress: Progress | None = None,
+    ) -> BootstrapReport:
+        """Reconcile a session from a JSONL transcript; see ``brain.lcm.bootstrap``.
+
+        The file is read outside the lock; each batch of messages takes it for
+        one transaction, so other requests go on between batches.
+        """
+        from brain.lcm.bootstrap import bootstrap
+
+        return bootstrap(
+            self._access.locked,
+            session,
+            path,
+            session_key=session_key,
+            on_fork=on_fork,
+            progress=progress,
+        )
+
+    def suppress(
+        self, ids: Sequence[str], *, session: str | None, suppressed: bool = True
+    ) -> SuppressResult:
+        """Hide (or, with ``suppressed=False``, show again) messages and summaries by id."""
+        from brain.lcm.content import normalize_time
+        from brain.lcm.suppress import set_suppressed
+
+        stamp = normalize_time(None, "now")
+        with self._access.locked() as store:
+            return set_suppressed(
+                store, ids, _scope(store, session), suppressed=suppressed, now=stamp
+            )
+
+    # -- reads ------------------------------------------------------------------
+
+    def get_message(self, session: str, message_id: str) -> dict[str, Any]:
+        """The message exactly as the client sent it (payload files read back)."""
+        from brain.lcm.messages import find_in_session, restore_message
+
+        with self._access.reading() as store:
+            message = restore_message(store, find_in_session(store, session, message_id))
+            message["id"] = message_id
+            return message
+
+    def assemble(self, session: str, options: AssembleOptions) -> Assembled:
+        """The session's model-ready context under ``options``' budget (no recall of
+        its own: ``options.recall_block`` is shown as given).
+
+        Assembled on a read connection; a budget or flush mark to remember goes to the
+        write path (only when it changes, so assembles rarely take the lock).
+        """
+        with self._access.reading() as store:
+            return self.assembler.assemble(store, session, options, write=self._access.write)
+
+    def describe(
+        self,
+        target: str,
+        *,
+        session: str | None,
+        max_tokens: int = 4_000,
+        lines: tuple[int, int] | None = None,
+        include_suppressed: bool = False,
+    ) -> dict[str, Any]:
+        """Describe a summary, payload file or message id within a session (None: all)."""
+        from brain.lcm.describe import describe
+        from brain.lcm.messages import restore_message
+
+        with self._access.reading() as store:
+            return describe(
+                store,
+                target,
+                _scope(store, session),
+                max_tokens=max_tokens,
+                lines=lines,
+                get_message=functools.partial(restore_message, store, keep_missing=True),
+                include_suppressed=include_suppressed,
+            )
+
+    def expand(
+        self, summary_id: str, *, session: str | None, max_tokens: int = 4_000
+    ) -> dict[str, Any]:
+        """Walk a summary down to its sources under a token cap."""
+        from brain.lcm.describe import expand
+
+        with self._access.reading() as store:
+            return expand(store, summary_id, _scope(store, session), max_tokens=max_tokens)
+
+    # -- compaction -------------------------------------------------------------
+
+    def compact(
+        self, session: str, *, target_tokens: int | None = None, progress: Progress = ignore
+    ) -> CompactionReport:
+        """Full sweep (or bounded sweeps down to ``target_tokens``) of a session."""
+        return self.compactor.sweep(self._conversation_id(session), target_tokens, progress)
+
+    def compact_incremental(self, session: str) -> CompactionReport:
+        """Fold history if raw tokens outside the fresh tail are over the threshold."""
+        return self.compactor.incremental(self._conversation_id(session))
+
+    def rebuild_withheld(self, session: str) -> CompactionReport:
+        """Rebuild the session's withheld summaries (a source suppressed) from what remains."""
+        return self.compactor.rebuild(self._conversation_id(session))
+
+    def withheld_sessions(self) -> list[str]:
+        """Sessions whose context list shows a withheld summary awaiting its rebuild."""
+        from brain.lcm.suppress import withheld_sessions
+
+        with self._access.reading() as store:
+            return withheld_sessions(store)
+
+    def stop_compactions(self) -> None:
+        """Let running compactions finish their current pass and start no more."""
+        with self._parts:
+            self._stopped = True  # a compactor built later starts stopped
+            compactor = self._compactor
+        if compactor is not None:
+            compactor.stop()
+
+    def compaction_due(self, session: str) -> bool:
+        """Whether a background compaction of the session would do anything now: fold
+        (with ``auto``) or rebuild a withheld summary."""
+        try:
+            conversation_id = self._conversation_id(session)
+            return self.compactor.eligible(conversation_id) or self.compactor.rebuild_due(
+                conversation_id
+            )
+        except NotFound:
+            return False
+
+    def _conversation_id(self, session: str) -> int:
+        from brain.lcm.context import conversation_id
+
+        with self._access.locked() as store:
+            return conversation_id(store, session)
+
+
+def _scope(store: Store, session: str | None) -> Callable[[int], bool]:
+    """What a read scoped to ``session`` may see (``brain.lcm.context.session_scope``)."""
+    from brain.lcm.context import session_scope
+
+    return session_scope(store, session)

@@ -1,0 +1,136 @@
+"""How the engine's layers reach one database: the write connection behind a lock, a
+pool of read connections, and second connections for long work.
+
+An apsw connection must not be used by two threads at once, so the write connection
+is only used under ``lock``. Reads go to pooled connections of their own
+(``brain.store.readpool``), so they never wait for a write (a compaction's, a
+bootstrap's, a sync's). Each layer's service (``brain.lcm.service``,
+``brain.graph.service``, ...) is given one ``Access`` and reads with ``reading()``,
+writes with ``write()`` or ``locked()``, and never holds the ``Brain``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from brain.config import BrainConfig
+from brain.errors import DatabaseFileLost, DatabaseMissing, StorageError
+from brain.store.connection import Store, open_store
+from brain.store.readpool import ReadPool
+
+T = TypeVar("T")
+
+
+class Access:
+    """One database's connections: the write one (under ``lock``), the read pool, and
+    second connections. Thread-safe."""
+
+    def __init__(self, store: Store, config: BrainConfig) -> None:
+        """``store``: the write connection, already open; ``config``: its settings
+        (``read_connections``: the pool's size, 0 for none)."""
+        self.config = config
+        self.lock = threading.RLock()
+        """Held while the write connection is in use (re-entrant: a write may read)."""
+        self._store = store
+        self.path: Path = store.path
+        self._readers = (
+            ReadPool(self.open_second, config.read_connections)
+            if config.read_connections > 0
+            else None
+        )
+
+    @property
+    def store(self) -> Store:
+        """The write connection (use it only under ``lock``)."""
+        return self._store
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[Store]:
+        """The write connection, lent under the lock (a ``StoreLease``)."""
+        with self.lock:
+            yield self._store
+
+    def write(self, work: Callable[[Store], T], /) -> T:
+        """Run ``work`` on the write connection under the lock (a ``WritePath``)."""
+        with self.lock:
+            return work(self._store)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Store]:
+        """A store to read on: a pooled connection inside one read transaction.
+
+        Its snapshot is one committed state, whatever the write connection is doing.
+        Without a pool, or when no second connection can be opened (the file was
+        moved or deleted: the connection opened before keeps serving reads), the
+        read takes the write connection under the lock, as every read once did.
+        """
+        loan = None
+        if self._readers is not None and not self._store.lost:
+            with contextlib.suppress(StorageError, RuntimeError):
+                loan = self._readers.read()
+        if loan is None:
+            with self.lock:
+                yield self._store
+            return
+        with loan as store:
+            yield store
+
+    @contextlib.contextmanager
+    def side(self) -> Iterator[Store]:
+        """A second connection to this database for long work done without the lock.
+
+        Work that reads the whole graph cannot share the write connection without
+        holding the lock throughout; its own connection reads beside it (WAL lets
+        readers and one writer go on together), and its writes are ordinary short
+        transactions.
+        """
+        store = self.open_second()
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def open_second(self) -> Store:
+        """Another connection to the file opened first (``DatabaseFileLost`` if gone)."""
+        try:
+            store = open_store(self.path, self.config, create=False)
+        except DatabaseMissing:
+            raise DatabaseFileLost() from None
+        if store.identity != self._store.identity:  # another file now: never work on it
+            store.close()
+            raise DatabaseFileLost()
+        return store
+
+    def swap(self, store: Store) -> None:
+        """Serve from ``store`` from now on (a reload); the old write connection is closed
+        and every read connection retired. The caller holds the lock."""
+        old, self._store = self._store, store
+        with contextlib.suppress(Exception):
+            old.close()
+        if self._readers is not None:
+            self._readers.reset()  # they read the file opened before
+
+    def close(self) -> None:
+        """Refresh planner statistics, checkpoint and close every connection.
+
+        If the file was moved, replaced or deleted meanwhile, every frame of the WAL
+        goes into the file this process opened (where acknowledged writes belong) and
+        the WAL file, still at the old path, is emptied: SQLite does not remove it for
+        a moved database, and whatever database is opened at that path next would
+        otherwise read this one's pages from it.
+        """
+        if self._readers is not None:
+            self._readers.close()
+        with self.lock:
+            with contextlib.suppress(Exception):
+                if self._store.at_path():
+                    # SQLite's advice: run optimize before closing a long-lived connection.
+                    self._store.optimize()
+                    self._store.checkpoint()
+                else:
+                    self._store.checkpoint(truncate=True)
+            self._store.close()
