@@ -1,20 +1,13 @@
 """The engine facade: one ``Brain`` per database, safe to call from many threads.
 
-Callers (the daemon's worker threads, ``brain call``, scripts) go through this
-class. It opens the database (``brain.store.access.Access``: the write connection
-behind a lock, the read pool) and owns its lifecycle (reload, save, close, probe,
-info); every other operation is a method of the layer that owns it, exposed here
-under the same name and signature (``_Via``):
-
-- sessions, their messages, summaries and compaction: ``brain.lcm.service``;
-- grep, expand_query, and assemble with the graph's recall: ``brain.recall.service``;
-- the retrieval graph (teach, learn, trace, sync, maintain): ``brain.graph.service``;
-- grants: ``brain.ops.service``;
-- embedding: ``brain.vectors.embedding``.
-
-The services import what they run on first call: opening a database and answering
-``info`` loads neither the assembler, the compactor, search, the graph nor numpy
-(``brain call info`` and a daemon's first answer stay close to a bare start).
+Callers (the daemon's worker threads, ``brain call``, scripts) go through this class.
+It opens the database (``brain.store.access.Access``: the write connection behind a
+lock, the read pool) and owns its lifecycle (reload, save, close, probe, info). Every
+other operation is a method of the service of the layer that owns it (``lcm``,
+``recall``, ``graph``, ``ops``; embedding: ``vectors.embedding``), exposed here under
+the same name and signature (``_Via``). The services import what they run on first
+call: opening a database and answering ``info`` loads neither the assembler, the
+compactor, search, the graph nor numpy (``brain call info`` stays close to a bare start).
 """
 
 from __future__ import annotations
