@@ -25,23 +25,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from brain.payloads.explore.binary import _binary_lines, _is_binary, is_binary
-from brain.payloads.explore.document import _markdown_summary, _scan_document, _text_lines
+from brain.payloads.explore.binary import binary_lines, is_binary
+from brain.payloads.explore.document import markdown_summary, scan_document, text_lines
 from brain.payloads.explore.languages import EXTENSIONS
-from brain.payloads.explore.logs import _log_lines, _log_share
-from brain.payloads.explore.source import _code_lines
-from brain.payloads.explore.structured import _json_or_jsonl
+from brain.payloads.explore.logs import log_lines, log_share
+from brain.payloads.explore.source import code_lines
+from brain.payloads.explore.structured import json_or_jsonl
 from brain.payloads.explore.summary import (
-    _HEAD_BYTES,
-    _SAMPLE_LINES,
+    HEAD_BYTES,
+    SAMPLE_LINES,
     Kind,
-    _fit,
-    _n,
-    _size,
-    _Summary,
+    Summary,
     count_lines,
+    fit_lines,
+    human_size,
+    plural,
 )
-from brain.payloads.explore.tables import _find_table, _sniff_table, _table_summary
+from brain.payloads.explore.tables import find_table, sniff_table, table_summary
 
 __all__ = ["Exploration", "Kind", "count_lines", "explore", "is_binary", "line_range"]
 
@@ -75,7 +75,7 @@ def explore(
     """
     lines = count_lines(data)
     found = _analyse(data, encoding, _Hint.parse(hint), lines)
-    summary = _fit(found.lines, max_tokens, found.more)
+    summary = fit_lines(found.lines, max_tokens, found.more)
     return Exploration(found.kind, summary, lines, len(data), found.language)
 
 
@@ -122,44 +122,44 @@ class _Hint:
         return cls(_HINT_KINDS.get(ext))
 
 
-def _analyse(data: bytes, encoding: str, hint: _Hint, lines: int) -> _Summary:
-    size = f"{_n(lines, 'line')}, {_size(len(data))}"
+def _analyse(data: bytes, encoding: str, hint: _Hint, lines: int) -> Summary:
+    size = f"{plural(lines, 'line')}, {human_size(len(data))}"
     if not data.strip():
-        return _Summary("text", [f"Empty text ({size})" if data else "Empty (0 bytes)"])
-    if _is_binary(data):
-        return _Summary("binary", _binary_lines(data))
+        return Summary("text", [f"Empty text ({size})" if data else "Empty (0 bytes)"])
+    if is_binary(data):
+        return Summary("binary", binary_lines(data))
     text, truncated = _head(data)
-    sample = [line.rstrip("\r") for line in text.split("\n", _SAMPLE_LINES)[:_SAMPLE_LINES]]
-    if (found := _json_or_jsonl(data, encoding, hint.kind, sample, size)) is not None:
+    sample = [line.rstrip("\r") for line in text.split("\n", SAMPLE_LINES)[:SAMPLE_LINES]]
+    if (found := json_or_jsonl(data, encoding, hint.kind, sample, size)) is not None:
         return found
     if hint.kind in ("csv", "tsv"):
         delimiter = "\t" if hint.kind == "tsv" else ","
-        if (table := _sniff_table(sample, delimiter, header=False, hinted=True)) is not None:
-            return _table_summary(table, data, lines, size)
-    if hint.kind == "log" and _log_share(sample) > 0.2:
-        return _Summary("log", _log_lines(data, sample, size))
-    if (table := _find_table(sample, header=True)) is not None:
-        return _table_summary(table, data, lines, size)
-    if hint.kind != "markdown" and _log_share(sample) >= 0.5:
-        return _Summary("log", _log_lines(data, sample, size))
-    doc = _scan_document(sample)
+        if (table := sniff_table(sample, delimiter, header=False, hinted=True)) is not None:
+            return table_summary(table, data, lines, size)
+    if hint.kind == "log" and log_share(sample) > 0.2:
+        return Summary("log", log_lines(data, sample, size))
+    if (table := find_table(sample, header=True)) is not None:
+        return table_summary(table, data, lines, size)
+    if hint.kind != "markdown" and log_share(sample) >= 0.5:
+        return Summary("log", log_lines(data, sample, size))
+    doc = scan_document(sample)
     language, score = doc.best_language(hint.language)
     code_ok = score >= 2 and score * 20 >= doc.nonempty
     if hint.kind == "markdown" or (doc.fences and doc.markdown_score >= 3):
-        return _markdown_summary(doc, size, truncated)
+        return markdown_summary(doc, size, truncated)
     if hint.language is not None or (code_ok and score >= doc.markdown_score):
-        return _Summary("code", _code_lines(language, sample, size, truncated), language)
+        return Summary("code", code_lines(language, sample, size, truncated), language)
     if doc.markdown_score >= 2 or doc.headings:
-        return _markdown_summary(doc, size, truncated)
-    if (table := _find_table(sample, header=False)) is not None:
-        return _table_summary(table, data, lines, size)
-    return _Summary("text", _text_lines(data, sample, size))
+        return markdown_summary(doc, size, truncated)
+    if (table := find_table(sample, header=False)) is not None:
+        return table_summary(table, data, lines, size)
+    return Summary("text", text_lines(data, sample, size))
 
 
 def _head(data: bytes) -> tuple[str, bool]:
-    """The decoded sample: the first ``_HEAD_BYTES``, cut back to a whole line."""
-    head = data[:_HEAD_BYTES]
-    truncated = len(data) > _HEAD_BYTES
+    """The decoded sample: the first ``HEAD_BYTES``, cut back to a whole line."""
+    head = data[:HEAD_BYTES]
+    truncated = len(data) > HEAD_BYTES
     if truncated and (cut := head.rfind(b"\n")) > 0:
         head = head[:cut]
     return head.decode("utf-8", "replace").removeprefix("\ufeff"), truncated

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from brain.payloads.explore.summary import _size
+from brain.payloads.explore.summary import human_size
 
 _BINARY_SAMPLE: Final = 8192
 _CONTROL_BYTES: Final = bytes(b for b in range(32) if b not in b"\t\n\r\x0b\x0c\x1b") + b"\x7f"
@@ -33,12 +33,8 @@ _MAGIC: Final = (
 
 
 def is_binary(data: bytes) -> bool:
-    """True when ``data`` is not text: what ``explore`` reports as binary."""
-    return _is_binary(data)
-
-
-def _is_binary(data: bytes) -> bool:
-    """A NUL byte, or over a tenth invalid UTF-8 or control bytes, in the first 8 KiB."""
+    """True when ``data`` is not text, what ``explore`` reports as binary: a NUL byte,
+    or over a tenth invalid UTF-8 or control bytes, in the first 8 KiB."""
     sample = data[:_BINARY_SAMPLE]
     if b"\x00" in sample:
         return True
@@ -54,8 +50,9 @@ def _is_binary(data: bytes) -> bool:
     return (invalid + control) * 10 > len(sample)
 
 
-def _binary_lines(data: bytes) -> list[str]:
+def binary_lines(data: bytes) -> list[str]:
+    """A binary payload's lines: format (by magic bytes) and size, hex and ASCII of its head."""
     what = next((name for magic, name in _MAGIC if data.startswith(magic)), "Binary data")
     head = data[:32]
     ascii_view = "".join(chr(b) if 32 <= b < 127 else "." for b in head)
-    return [f"{what}, {_size(len(data))}", f"hex: {head.hex(' ')}", f"ascii: {ascii_view}"]
+    return [f"{what}, {human_size(len(data))}", f"hex: {head.hex(' ')}", f"ascii: {ascii_view}"]

@@ -14,14 +14,14 @@ from typing import Final
 
 from brain.payloads.explore.source import best_language
 from brain.payloads.explore.summary import (
-    _LINE_CHARS,
-    _MAX_ITEMS,
-    _SCAN_LINE_CHARS,
-    _clip,
-    _join_limited,
-    _n,
-    _oneline,
-    _Summary,
+    LINE_CHARS,
+    MAX_ITEMS,
+    SCAN_LINE_CHARS,
+    Summary,
+    clip,
+    join_limited,
+    oneline,
+    plural,
 )
 
 _HEADING: Final = re.compile(r"(#{1,6})[ \t]+(\S.*?)[ \t#]*$")
@@ -52,14 +52,15 @@ class _Document:
         return best_language(self.code_text, self.first_line, hinted)
 
 
-def _scan_document(sample: list[str]) -> _Document:
+def scan_document(sample: list[str]) -> _Document:
+    """Headings, code fences, links and tables of a text sample (Markdown or plain)."""
     doc = _Document(sample[0] if sample else "", [])
     code: list[str] = []
     languages: dict[str, None] = {}
     fence: str | None = None
     previous = ""
     for full in sample:
-        line = full[:_SCAN_LINE_CHARS]
+        line = full[:SCAN_LINE_CHARS]
         doc.nonempty += bool(line.strip())
         opened = _FENCE.match(line)
         if fence is not None:  # inside a fenced block until a bare fence at least as long
@@ -86,30 +87,32 @@ def _scan_document(sample: list[str]) -> _Document:
     return doc
 
 
-def _markdown_summary(doc: _Document, size: str, truncated: bool) -> _Summary:
-    parts = [_n(len(doc.headings), "heading")]
+def markdown_summary(doc: _Document, size: str, truncated: bool) -> Summary:
+    """The summary of a Markdown document: its counts and heading outline."""
+    parts = [plural(len(doc.headings), "heading")]
     if doc.fences:
-        langs = f" ({_join_limited(list(doc.fence_languages), 40)})" if doc.fence_languages else ""
-        parts.append(_n(doc.fences, "code block") + langs)
+        langs = f" ({join_limited(list(doc.fence_languages), 40)})" if doc.fence_languages else ""
+        parts.append(plural(doc.fences, "code block") + langs)
     if doc.links:
-        parts.append(_n(doc.links, "link"))
+        parts.append(plural(doc.links, "link"))
     if doc.tables:
-        parts.append(_n(doc.tables, "table"))
+        parts.append(plural(doc.tables, "table"))
     scope = " in the first 256 KiB" if truncated else ""
     out = [f"Markdown ({size}): " + ", ".join(parts) + scope]
     top = min((level for level, _ in doc.headings), default=1)
-    for level, title in doc.headings[:_MAX_ITEMS]:
-        out.append(_clip("  " * (level - top) + "#" * level + " " + _oneline(title)))
-    return _Summary("markdown", out, more=max(len(doc.headings) - _MAX_ITEMS, 0))
+    for level, title in doc.headings[:MAX_ITEMS]:
+        out.append(clip("  " * (level - top) + "#" * level + " " + oneline(title)))
+    return Summary("markdown", out, more=max(len(doc.headings) - MAX_ITEMS, 0))
 
 
 _WORD_TABLE: Final = bytes(32 if i in b" \t\n\r\x0b\x0c" else 120 for i in range(256))
 
 
-def _text_lines(data: bytes, sample: list[str], size: str) -> list[str]:
+def text_lines(data: bytes, sample: list[str], size: str) -> list[str]:
+    """The lines shown for plain text: its size, word count and first lines."""
     mapped = data.translate(_WORD_TABLE)  # whitespace to " ", everything else to "x"
     words = mapped.count(b" x") + mapped.startswith(b"x")
     firsts = itertools.islice(filter(str.strip, sample), 5)
-    return [f"Text ({size}), {_n(words, 'word')}"] + [
-        f"> {_clip(_oneline(line).strip(), _LINE_CHARS - 2)}" for line in firsts
+    return [f"Text ({size}), {plural(words, 'word')}"] + [
+        f"> {clip(oneline(line).strip(), LINE_CHARS - 2)}" for line in firsts
     ]

@@ -11,9 +11,9 @@ import re
 from collections import Counter
 from typing import Final
 
-from brain.payloads.explore.summary import _LINE_CHARS, _SCAN_BYTES, _clip, _oneline, _size
+from brain.payloads.explore.summary import LINE_CHARS, SCAN_BYTES, clip, human_size, oneline
 
-_TIMESTAMP: Final = re.compile(
+TIMESTAMP: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
     r"|\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}"
     r"|\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2}(?: [+-]\d{4})?"
@@ -39,22 +39,23 @@ _LEVEL_CLASS: Final = {
 }
 _HTTP_STATUS: Final = re.compile(rb'" ([1-5])\d\d ')
 _DIGITS: Final = re.compile(r"\d+")
-_DATE: Final = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}\b", re.ASCII)
+DATE: Final = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}\b", re.ASCII)
 _ERROR_LINES: Final = 3
 
 
-def _log_share(sample: list[str]) -> float:
+def log_share(sample: list[str]) -> float:
     """The share of the first non-empty lines with a timestamp or level near their start."""
     lines = [line[:64] for line in itertools.islice(filter(str.strip, sample), 200)]
     if not lines:
         return 0.0
-    stamped = sum(1 for line in lines if _TIMESTAMP.search(line))
+    stamped = sum(1 for line in lines if TIMESTAMP.search(line))
     leveled = sum(1 for line in lines if _LEVEL.search(line))
     return max(stamped, leveled) / len(lines)
 
 
-def _log_lines(data: bytes, sample: list[str], size: str) -> list[str]:
-    window = data[:_SCAN_BYTES]
+def log_lines(data: bytes, sample: list[str], size: str) -> list[str]:
+    """The lines shown for a log: time span, level and HTTP status counts, distinct errors."""
+    window = data[:SCAN_BYTES]
     levels: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
     errors: dict[str, str] = {}  # first lines of distinct errors, keyed with digits masked
@@ -68,11 +69,11 @@ def _log_lines(data: bytes, sample: list[str], size: str) -> list[str]:
             statuses[status[1].decode() + "xx"] += 1
         failed = level == "ERROR" or (status is not None and status[1] == b"5")
         if failed and len(errors) < _ERROR_LINES:
-            line = _strip_timestamp(_oneline(raw[:400].decode("utf-8", "replace")))
+            line = _strip_timestamp(oneline(raw[:400].decode("utf-8", "replace")))
             errors.setdefault(_DIGITS.sub("#", line), line)
-    scope = "" if len(data) <= _SCAN_BYTES else f"; counts from the first {_size(_SCAN_BYTES)}"
+    scope = "" if len(data) <= SCAN_BYTES else f"; counts from the first {human_size(SCAN_BYTES)}"
     out = [f"Log ({size}){scope}"]
-    first = next((m[0] for line in sample if (m := _TIMESTAMP.search(line[:64]))), None)
+    first = next((m[0] for line in sample if (m := TIMESTAMP.search(line[:64]))), None)
     last = _last_timestamp(data)
     if first:
         out.append(f"time: {first} → {last}" if last and last != first else f"time: {first}")
@@ -85,13 +86,13 @@ def _log_lines(data: bytes, sample: list[str], size: str) -> list[str]:
         out.append(f"Python tracebacks: {tracebacks:,}")
     if errors:
         out.append("first errors:")
-        out += [f"  {_clip(line, _LINE_CHARS - 2)}" for line in errors.values()]
+        out += [f"  {clip(line, LINE_CHARS - 2)}" for line in errors.values()]
     return out
 
 
 def _strip_timestamp(line: str) -> str:
     """The line without a leading timestamp (and any address or bracket before it)."""
-    found = _TIMESTAMP.search(line, 0, 64)
+    found = TIMESTAMP.search(line, 0, 64)
     if found is None:
         return line.strip()
     return line[found.end() :].lstrip(" ]:-,|\t").rstrip()
@@ -100,6 +101,6 @@ def _strip_timestamp(line: str) -> str:
 def _last_timestamp(data: bytes) -> str | None:
     tail = data[-64 * 1024 :].decode("utf-8", "replace").split("\n")
     for line in reversed(tail[-400:]):
-        if found := _TIMESTAMP.search(line[:64]):
+        if found := TIMESTAMP.search(line[:64]):
             return found[0]
     return None

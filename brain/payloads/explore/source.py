@@ -20,11 +20,11 @@ from brain.payloads.explore.languages import (
     LanguagePatterns,
 )
 from brain.payloads.explore.summary import (
-    _LINE_CHARS,
-    _SCAN_LINE_CHARS,
-    _clip,
-    _join_limited,
-    _oneline,
+    LINE_CHARS,
+    SCAN_LINE_CHARS,
+    clip,
+    join_limited,
+    oneline,
 )
 
 _SHEBANG: Final = re.compile(r"#!.*\b(python[\d.]*|node|deno|bun|(?:ba|z|k|da)?sh)\b")
@@ -94,13 +94,14 @@ def best_language(code_text: str, first_line: str, hinted: str | None) -> tuple[
     return language, scores[best]
 
 
-def _code_lines(language: str, sample: list[str], size: str, truncated: bool) -> list[str]:
+def code_lines(language: str, sample: list[str], size: str, truncated: bool) -> list[str]:
+    """The lines shown for source code: language, leading comment and the symbols it defines."""
     spec = _by_name()[DIALECTS.get(language, language)]
-    text = "\n".join(line[:_SCAN_LINE_CHARS] for line in sample)
+    text = "\n".join(line[:SCAN_LINE_CHARS] for line in sample)
     scope = "; names from the first 256 KiB" if truncated else ""
     out = [f"{DISPLAY[language]} code ({size}){scope}"]
     if doc := _first_comment(spec, sample):
-        out.append(f"doc: {_clip(doc, _LINE_CHARS - 5)}")
+        out.append(f"doc: {clip(doc, LINE_CHARS - 5)}")
     for label, pattern in spec.symbols.items():
         names = []
         for match in pattern.finditer(text):
@@ -115,18 +116,18 @@ def _code_lines(language: str, sample: list[str], size: str, truncated: bool) ->
 
 
 def _named_list(label: str, names: list[str]) -> str:
-    unique = list(dict.fromkeys(_clip(name, 40) for name in names))
+    unique = list(dict.fromkeys(clip(name, 40) for name in names))
     prefix = f"{label} ({len(unique):,}): "
-    return prefix + _join_limited(unique, _LINE_CHARS - len(prefix))
+    return prefix + join_limited(unique, LINE_CHARS - len(prefix))
 
 
 def _first_comment(spec: _Language, sample: list[str]) -> str | None:
     """The first comment or docstring text in the first lines, skipping pragmas."""
     in_docstring = False
     for full in sample[:60]:
-        line = full[:_SCAN_LINE_CHARS]
+        line = full[:SCAN_LINE_CHARS]
         found = spec.comment.match(line)
-        text = _oneline(found["text"] if found else line).strip(" \"'*/#-")
+        text = oneline(found["text"] if found else line).strip(" \"'*/#-")
         pragma = text.lower().startswith(("-*-", "coding", "type:", "noqa", "!", "eslint"))
         if (found or in_docstring) and text and not pragma:
             return text

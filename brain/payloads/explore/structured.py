@@ -16,20 +16,20 @@ from typing import Final
 import orjson
 
 from brain.payloads.explore.summary import (
-    _HEAD_BYTES,
-    _JSON_PARSE_LIMIT,
-    _MAX_ITEMS,
-    _RECORD_SAMPLE,
+    HEAD_BYTES,
+    JSON_PARSE_LIMIT,
+    MAX_ITEMS,
+    RECORD_SAMPLE,
     Kind,
-    _clip,
-    _join_limited,
-    _key,
-    _n,
-    _quote,
-    _Summary,
+    Summary,
+    clip,
     count_lines,
+    join_limited,
+    key_text,
+    plural,
+    quote,
 )
-from brain.payloads.explore.tables import _counts, _number_range, _strings_detail
+from brain.payloads.explore.tables import number_range, strings_detail, value_counts
 
 _JSON_TYPES: Final[dict[type, str]] = {
     type(None): "null",
@@ -42,16 +42,17 @@ _JSON_TYPES: Final[dict[type, str]] = {
 }
 
 
-def _json_or_jsonl(
+def json_or_jsonl(
     data: bytes, encoding: str, hint: Kind | None, sample: list[str], size: str
-) -> _Summary | None:
+) -> Summary | None:
+    """The summary of a JSON document or JSONL records, or None when ``data`` is neither."""
     body = data.removeprefix(codecs.BOM_UTF8).strip()
     bracketed = body[:1] in (b"{", b"[")
     if not (bracketed or encoding == "json" or hint == "json"):
         return None
     if hint == "jsonl" and (records := _jsonl_records(sample, loose=True)) is not None:
         return _jsonl_summary(records, data, size)
-    if len(body) <= _JSON_PARSE_LIMIT:
+    if len(body) <= JSON_PARSE_LIMIT:
         try:
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -60,14 +61,14 @@ def _json_or_jsonl(
             return _json_summary(value, size)
     if (records := _jsonl_records(sample, loose=False)) is not None:
         return _jsonl_summary(records, data, size)
-    if bracketed and len(body) > _JSON_PARSE_LIMIT:
+    if bracketed and len(body) > JSON_PARSE_LIMIT:
         if body[:1] == b"[" and (items := _array_prefix(body)) is not None:
             header = f"JSON array, too large to parse ({size}); {len(items):,}+ items"
             lines, more = _items_shape(items, "items", len(items) + 1)
-            return _Summary("json", [header, *lines], more=more)
+            return Summary("json", [header, *lines], more=more)
         top = "object" if body[:1] == b"{" else "array"
-        starts = [_clip(line) for line in sample[:5] if line.strip()]
-        return _Summary("json", [f"JSON {top}, too large to parse ({size}); starts:", *starts])
+        starts = [clip(line) for line in sample[:5] if line.strip()]
+        return Summary("json", [f"JSON {top}, too large to parse ({size}); starts:", *starts])
     return None
 
 
@@ -78,7 +79,7 @@ def _array_prefix(body: bytes) -> list[object] | None:
     top-level items parses (any other leaves a string or container open), so
     trying the last few commas finds the items without a tokenizer.
     """
-    prefix = body[:_HEAD_BYTES]
+    prefix = body[:HEAD_BYTES]
     end = len(prefix)
     for _ in range(32):
         end = prefix.rfind(b",", 0, end)
@@ -94,7 +95,7 @@ def _array_prefix(body: bytes) -> list[object] | None:
 
 def _jsonl_records(sample: list[str], *, loose: bool) -> list[object] | None:
     """Records parsed from the sample's lines, if nearly all of them parse."""
-    lines = [line for line in sample if line.strip()][:_RECORD_SAMPLE]
+    lines = [line for line in sample if line.strip()][:RECORD_SAMPLE]
     if not lines or not lines[0].lstrip().startswith(("{", "[")):
         return None
     records: list[object] = []
@@ -107,25 +108,25 @@ def _jsonl_records(sample: list[str], *, loose: bool) -> list[object] | None:
     return records if enough and len(records) * 10 >= len(lines) * 9 else None
 
 
-def _jsonl_summary(records: list[object], data: bytes, size: str) -> _Summary:
+def _jsonl_summary(records: list[object], data: bytes, size: str) -> Summary:
     blank = data.count(b"\n\n") + data.count(b"\n\r\n") + data.startswith((b"\n", b"\r\n"))
     total = count_lines(data) - blank
     lines, more = _items_shape(records, "records", total)
-    return _Summary("jsonl", [f"JSONL, {_n(total, 'record')} ({size})", *lines], more=more)
+    return Summary("jsonl", [f"JSONL, {plural(total, 'record')} ({size})", *lines], more=more)
 
 
-def _json_summary(value: object, size: str) -> _Summary:
+def _json_summary(value: object, size: str) -> Summary:
     if isinstance(value, dict):
-        lines = [f"JSON object, {_n(len(value), 'key')} ({size})"]
-        for key, item in itertools.islice(value.items(), _MAX_ITEMS):
-            lines.append(f"{_key(key)}: {_describe(item, 1)}")
-        return _Summary("json", lines, more=max(len(value) - _MAX_ITEMS, 0))
+        lines = [f"JSON object, {plural(len(value), 'key')} ({size})"]
+        for key, item in itertools.islice(value.items(), MAX_ITEMS):
+            lines.append(f"{key_text(key)}: {_describe(item, 1)}")
+        return Summary("json", lines, more=max(len(value) - MAX_ITEMS, 0))
     if isinstance(value, list):
         shape, more = _items_shape(value, "items", len(value))
-        return _Summary(
-            "json", [f"JSON array, {_n(len(value), 'item')} ({size})", *shape], more=more
+        return Summary(
+            "json", [f"JSON array, {plural(len(value), 'item')} ({size})", *shape], more=more
         )
-    return _Summary("json", [f"JSON {_type_name(value)} ({size})", _describe(value, 0)])
+    return Summary("json", [f"JSON {_type_name(value)} ({size})", _describe(value, 0)])
 
 
 def _items_shape(items: list[object], noun: str, total: int) -> tuple[list[str], int]:
@@ -134,7 +135,7 @@ def _items_shape(items: list[object], noun: str, total: int) -> tuple[list[str],
     ``total`` is how many there are in all; when it is more than are profiled
     here, the first line says so.
     """
-    sample = items[:_RECORD_SAMPLE]
+    sample = items[:RECORD_SAMPLE]
     scope = f" (first {len(sample):,} profiled)" if total > len(sample) else ""
     if not sample:
         return [], 0
@@ -145,28 +146,28 @@ def _items_shape(items: list[object], noun: str, total: int) -> tuple[list[str],
         if isinstance(record, dict):
             for key, val in record.items():
                 fields.setdefault(key, []).append(val)
-    lines = [f"{noun}: objects with {_n(len(fields), 'distinct key')}{scope}"]
-    for key, values in itertools.islice(fields.items(), _MAX_ITEMS):
+    lines = [f"{noun}: objects with {plural(len(fields), 'distinct key')}{scope}"]
+    for key, values in itertools.islice(fields.items(), MAX_ITEMS):
         seen = "" if len(values) == len(sample) else f" (in {len(values)}/{len(sample)})"
-        lines.append(f"{_key(key)}: {_field_detail(values)}{seen}")
-    return lines, max(len(fields) - _MAX_ITEMS, 0)
+        lines.append(f"{key_text(key)}: {_field_detail(values)}{seen}")
+    return lines, max(len(fields) - MAX_ITEMS, 0)
 
 
 def _describe(value: object, depth: int) -> str:
     """One value: scalars shown, containers by size with one more level of shape."""
     if isinstance(value, str):
         if len(value) <= 60:
-            return _quote(value, 60)
-        return f"string ({_n(len(value), 'char')}) {_quote(value, 40)}"
+            return quote(value, 60)
+        return f"string ({plural(len(value), 'char')}) {quote(value, 40)}"
     if isinstance(value, dict):
-        text = f"object ({_n(len(value), 'key')})"
+        text = f"object ({plural(len(value), 'key')})"
         if depth < 2 and value:
-            inner = [f"{_key(k)}: {_brief(v)}" for k, v in itertools.islice(value.items(), 30)]
-            text += " {" + _join_limited(inner, 80, len(value)) + "}"
+            inner = [f"{key_text(k)}: {_brief(v)}" for k, v in itertools.islice(value.items(), 30)]
+            text += " {" + join_limited(inner, 80, len(value)) + "}"
         return text
     if isinstance(value, list):
         text = f"array ({len(value):,})"
-        return text + f" of {_field_detail(value[:_RECORD_SAMPLE])}" if value else text
+        return text + f" of {_field_detail(value[:RECORD_SAMPLE])}" if value else text
     return _scalar(value)
 
 
@@ -184,19 +185,19 @@ def _field_detail(values: Sequence[object]) -> str:
     detail = ""
     if present and kinds <= {"int", "float"}:
         numbers = [float(v) for v in present if isinstance(v, int | float)]
-        detail = _number_range(numbers, ints=kinds == {"int"})
+        detail = number_range(numbers, ints=kinds == {"int"})
     elif kinds == {"string"}:
-        detail = _strings_detail([v for v in present if isinstance(v, str)])
+        detail = strings_detail([v for v in present if isinstance(v, str)])
     elif kinds == {"bool"}:
-        detail = _counts(Counter("true" if v else "false" for v in present))
+        detail = value_counts(Counter("true" if v else "false" for v in present))
     elif kinds == {"object"}:
         keys: dict[str, None] = {}
         for v in present:
             if isinstance(v, dict) and len(keys) <= 30:
                 keys.update(dict.fromkeys(itertools.islice(v, 30)))
-        detail = "{" + _join_limited([_key(k) for k in keys], 60) + "}"
+        detail = "{" + join_limited([key_text(k) for k in keys], 60) + "}"
     elif kinds == {"array"}:
-        detail = "len " + _number_range([float(len(v)) for v in present if isinstance(v, list)])
+        detail = "len " + number_range([float(len(v)) for v in present if isinstance(v, list)])
     return f"{names} {detail}".rstrip()
 
 
@@ -209,4 +210,4 @@ def _scalar(value: object) -> str:
         return {None: "null", True: "true", False: "false"}[value]
     if isinstance(value, float):
         return f"{value:.6g}"
-    return _clip(str(value), 40)
+    return clip(str(value), 40)

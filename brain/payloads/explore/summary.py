@@ -1,7 +1,7 @@
 """The summary being built, and the text helpers that keep it within its budget.
 
-Every kind's analysis returns a ``_Summary`` (its lines, and how many items it
-left out); ``_fit`` joins the lines within ``max_tokens``, and the clipping,
+Every kind's analysis returns a ``Summary`` (its lines, and how many items it
+left out); ``fit_lines`` joins the lines within ``max_tokens``, and the clipping,
 counting and joining helpers give every line its bounded width. Tested
 through ``explore`` in tests/brain/payloads/test_explore.py (the budget
 section and its properties): these helpers only mean something as the
@@ -18,18 +18,20 @@ from brain.tokens import token_quarters
 
 Kind = Literal["json", "jsonl", "csv", "tsv", "code", "markdown", "log", "text", "binary"]
 
-_HEAD_BYTES: Final = 256 * 1024  # the sample that shapes, names and outlines come from
-_SAMPLE_LINES: Final = 4000
-_SCAN_LINE_CHARS: Final = 400  # regexes never see longer lines
-_SCAN_BYTES: Final = 8 * 1024 * 1024  # log level counts
-_JSON_PARSE_LIMIT: Final = 8 * 1024 * 1024
-_RECORD_SAMPLE: Final = 500  # array items, JSONL records and CSV rows profiled
-_MAX_ITEMS: Final = 200  # keys, columns or headings rendered as lines; the rest are counted
-_LINE_CHARS: Final = 120
+HEAD_BYTES: Final = 256 * 1024  # the sample that shapes, names and outlines come from
+SAMPLE_LINES: Final = 4000
+SCAN_LINE_CHARS: Final = 400  # regexes never see longer lines
+SCAN_BYTES: Final = 8 * 1024 * 1024  # log level counts
+JSON_PARSE_LIMIT: Final = 8 * 1024 * 1024
+RECORD_SAMPLE: Final = 500  # array items, JSONL records and CSV rows profiled
+MAX_ITEMS: Final = 200  # keys, columns or headings rendered as lines; the rest are counted
+LINE_CHARS: Final = 120
 
 
 @dataclass(slots=True)
-class _Summary:
+class Summary:
+    """What a kind's analysis found: the kind, its lines and how many items it left out."""
+
     kind: Kind
     lines: list[str]
     language: str | None = None
@@ -45,7 +47,7 @@ def count_lines(data: bytes) -> int:
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
-def _fit(lines: list[str], max_tokens: int, more: int = 0) -> str:
+def fit_lines(lines: list[str], max_tokens: int, more: int = 0) -> str:
     """Lines joined within the budget, ending "… and N more" when any are left out.
 
     ``estimate_tokens`` is a quarter of a text's ``_units`` rounded up, so a
@@ -88,19 +90,22 @@ def _clip_bytes(text: str, limit: int) -> str:
     return kept + ellipsis
 
 
-def _clip(text: str, chars: int = _LINE_CHARS) -> str:
+def clip(text: str, chars: int = LINE_CHARS) -> str:
+    """``text`` cut to ``chars`` characters, ending in "…" when cut."""
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def _oneline(text: str) -> str:
+def oneline(text: str) -> str:
+    """``text`` with control characters and line breaks as spaces."""
     return _CONTROL.sub(" ", text)
 
 
-def _quote(text: str, chars: int) -> str:
-    return '"' + _clip(_oneline(text), chars) + '"'
+def quote(text: str, chars: int) -> str:
+    """``text`` on one line, clipped and in double quotes."""
+    return '"' + clip(oneline(text), chars) + '"'
 
 
-def _join_limited(items: list[str], width: int, total: int | None = None) -> str:
+def join_limited(items: list[str], width: int, total: int | None = None) -> str:
     """Items joined by ", " in about ``width`` characters, then "… and N more".
 
     ``total`` counts items beyond the list given (a caller that only rendered
@@ -121,11 +126,13 @@ def _join_limited(items: list[str], width: int, total: int | None = None) -> str
     return ", ".join([*out, f"… and {total - len(out):,} more"])
 
 
-def _n(count: int, noun: str) -> str:
+def plural(count: int, noun: str) -> str:
+    """``count`` (with thousands separators) and ``noun``, plural unless one."""
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
-def _size(n: int) -> str:
+def human_size(n: int) -> str:
+    """A byte count in B, KiB or MiB."""
     if n < 1024:
         return f"{n} B"
     if n < 1024 * 1024:
@@ -133,5 +140,6 @@ def _size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MiB"
 
 
-def _key(key: object) -> str:
-    return _clip(_oneline(str(key)), 32)
+def key_text(key: object) -> str:
+    """A key or column name as a line shows it: one line, at most 32 characters."""
+    return clip(oneline(str(key)), 32)

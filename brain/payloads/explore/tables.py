@@ -15,19 +15,19 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
-from brain.payloads.explore.logs import _DATE, _TIMESTAMP
+from brain.payloads.explore.logs import DATE, TIMESTAMP
 from brain.payloads.explore.summary import (
-    _LINE_CHARS,
-    _MAX_ITEMS,
-    _RECORD_SAMPLE,
+    LINE_CHARS,
+    MAX_ITEMS,
+    RECORD_SAMPLE,
     Kind,
-    _clip,
-    _join_limited,
-    _key,
-    _n,
-    _oneline,
-    _quote,
-    _Summary,
+    Summary,
+    clip,
+    join_limited,
+    key_text,
+    oneline,
+    plural,
+    quote,
 )
 
 _NUMBER: Final = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
@@ -43,14 +43,15 @@ class _Table:
     rows: list[list[str]]
 
 
-def _find_table(sample: list[str], *, header: bool) -> _Table | None:
+def find_table(sample: list[str], *, header: bool) -> _Table | None:
+    """``sample`` as a table, with the first delimiter (``_DELIMITER_NAMES``) that fits, if any."""
     for delimiter in _DELIMITER_NAMES:
-        if (table := _sniff_table(sample, delimiter, header=header)) is not None:
+        if (table := sniff_table(sample, delimiter, header=header)) is not None:
             return table
     return None
 
 
-def _sniff_table(
+def sniff_table(
     sample: list[str], delimiter: str, *, header: bool, hinted: bool = False
 ) -> _Table | None:
     """The sample as a table, if the delimiter splits nearly every line to one width.
@@ -60,7 +61,7 @@ def _sniff_table(
     Unless ``hinted``, it takes three rows, and two columns need a number in
     them, so prose with one comma a line does not read as CSV.
     """
-    lines = [line for line in sample if line.strip()][: _RECORD_SAMPLE + 1]
+    lines = [line for line in sample if line.strip()][: RECORD_SAMPLE + 1]
     if len(lines) < (2 if hinted else 3):
         return None
     try:
@@ -75,13 +76,14 @@ def _sniff_table(
         return None
     if width == 2 and not hinted and not any(_NUMBER.fullmatch(c.strip()) for r in rows for c in r):
         return None
-    data_like = any(_NUMBER.fullmatch(c) or _DATE.search(c) or _TIMESTAMP.search(c) for c in named)
+    data_like = any(_NUMBER.fullmatch(c) or DATE.search(c) or TIMESTAMP.search(c) for c in named)
     if not data_like and not any(_NOT_A_HEADER.search(c) for c in named):
         return _Table(delimiter, rows[0], rows[1:])
     return None if header else _Table(delimiter, None, rows)
 
 
-def _table_summary(table: _Table, data: bytes, lines: int, size: str) -> _Summary:
+def table_summary(table: _Table, data: bytes, lines: int, size: str) -> Summary:
+    """The summary of a CSV or TSV table: its shape and a profile of each column."""
     kind: Kind = "tsv" if table.delimiter == "\t" else "csv"
     blank = data.count(b"\n\n") + data.count(b"\n\r\n")
     total = lines - blank - (1 if table.header is not None else 0)
@@ -89,16 +91,16 @@ def _table_summary(table: _Table, data: bytes, lines: int, size: str) -> _Summar
     columns = table.header or [f"column {i + 1}" for i in range(width)]
     sampled = "" if total <= len(table.rows) else f"; values from the first {len(table.rows):,}"
     delimiter = _DELIMITER_NAMES[table.delimiter]
-    shape = f"{_n(width, 'column')}, {_n(total, 'row')}"
+    shape = f"{plural(width, 'column')}, {plural(total, 'row')}"
     out = [f"{kind.upper()} ({delimiter}-delimited), {shape} ({size}){sampled}"]
     if table.header is None:
         out.append("no header row")
     else:
-        out.append("columns: " + _join_limited([_key(c) for c in columns], _LINE_CHARS - 10))
-    for i, column in enumerate(columns[:_MAX_ITEMS]):
+        out.append("columns: " + join_limited([key_text(c) for c in columns], LINE_CHARS - 10))
+    for i, column in enumerate(columns[:MAX_ITEMS]):
         values = [row[i] for row in table.rows if i < len(row)]
-        out.append(f"{_key(column)}: {_column_detail(values)}")
-    return _Summary(kind, out, more=max(width - _MAX_ITEMS, 0))
+        out.append(f"{key_text(column)}: {_column_detail(values)}")
+    return Summary(kind, out, more=max(width - MAX_ITEMS, 0))
 
 
 def _column_detail(values: list[str]) -> str:
@@ -110,11 +112,12 @@ def _column_detail(values: list[str]) -> str:
         numbers = [float(v) for v in filled]
         if all(map(math.isfinite, numbers)):
             ints = all(_INTEGER.fullmatch(v) for v in filled)
-            return f"{'int' if ints else 'float'} {_number_range(numbers, ints=ints)}{empty}"
-    return f"text {_strings_detail(filled)}{empty}"
+            return f"{'int' if ints else 'float'} {number_range(numbers, ints=ints)}{empty}"
+    return f"text {strings_detail(filled)}{empty}"
 
 
-def _number_range(numbers: list[float], *, ints: bool = True) -> str:
+def number_range(numbers: list[float], *, ints: bool = True) -> str:
+    """The range of the finite ``numbers``, as text ("" when there are none)."""
     finite = [n for n in numbers if math.isfinite(n)]
     if not finite:
         return ""
@@ -126,21 +129,21 @@ def _number_range(numbers: list[float], *, ints: bool = True) -> str:
     return shown[0] if low == high else f"{shown[0]}..{shown[1]}"
 
 
-def _strings_detail(values: list[str]) -> str:
+def strings_detail(values: list[str]) -> str:
     """Value counts when few are distinct, first → last for timestamps, else examples."""
     if not values:
         return ""
     distinct = Counter(values)
     if len(distinct) <= 5 and len(values) >= 2 * len(distinct):
-        return _counts(Counter({_quote(k, 20): n for k, n in distinct.items()}))
-    if all(_DATE.match(v) or _TIMESTAMP.match(v) for v in values):
-        return f"{_clip(_oneline(values[0]), 32)} → {_clip(_oneline(values[-1]), 32)}"
+        return value_counts(Counter({quote(k, 20): n for k, n in distinct.items()}))
+    if all(DATE.match(v) or TIMESTAMP.match(v) for v in values):
+        return f"{clip(oneline(values[0]), 32)} → {clip(oneline(values[-1]), 32)}"
     lengths = [float(len(v)) for v in values]
-    length = f"len {_number_range(lengths)} " if max(lengths) > 24 else ""
-    examples = [_quote(v, 24) for v in itertools.islice(distinct, 20)]
-    return length + "e.g. " + _join_limited(examples, 70, len(distinct))
+    length = f"len {number_range(lengths)} " if max(lengths) > 24 else ""
+    examples = [quote(v, 24) for v in itertools.islice(distinct, 20)]
+    return length + "e.g. " + join_limited(examples, 70, len(distinct))
 
 
-def _counts(counter: Counter[str]) -> str:
+def value_counts(counter: Counter[str]) -> str:
     """Values with their counts, most common first: ``"info" 30, "warn" 15``."""
-    return _join_limited([f"{value} {n:,}" for value, n in counter.most_common()], 70)
+    return join_limited([f"{value} {n:,}" for value, n in counter.most_common()], 70)
