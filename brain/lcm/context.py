@@ -10,7 +10,7 @@ The *fresh tail* is the protected end of the list: the newest
 to the call of any tool result inside it, and never into a summary.
 
 Tested through what keeps the list: ``tests/brain/lcm/compaction/test_compactor.py``, and
-``test_budgets.py``, ``test_assemble.py`` and the list's invariants in ``helpers.py`` of
+``test_budgets.py``, ``assemble/test_assembler.py`` and the list's invariants in ``helpers.py`` of
 ``tests/brain/lcm/``.
 """
 

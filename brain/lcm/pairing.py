@@ -20,8 +20,9 @@ both belong to the later call.
 
 ``answered_messages``/``match`` are the Python form, over turns of blocks
 (``brain.lcm.render``, ``brain.lcm.assemble``); ``answered_seqs``,
-``earliest_call_of_results`` and ``calls_answered_after`` are the SQL form,
-over the stored ``message_parts`` (``brain.lcm.context``, ``brain.lcm.compaction``).
+``earliest_call_of_results``, ``calls_answered_after`` and ``results_of_calls``
+are the SQL form, over the stored ``message_parts`` (``brain.lcm.context``,
+``brain.lcm.compaction``, ``brain.lcm.assemble``).
 Both are built on the ordering above; ``tests/brain/lcm/test_pairing.py`` checks
 that they agree on arbitrary conversations.
 """
@@ -30,6 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, Protocol
+
+import orjson
 
 if TYPE_CHECKING:
     from brain.store.connection import Store
@@ -157,6 +160,24 @@ def answered_seqs(store: Store, conversation_id: int, from_seq: int = 1) -> dict
     """
     rows = store.execute(_ANSWERED, (conversation_id, from_seq))
     return {(int(s), int(o)): int(a) for s, o, a in rows if a is not None}
+
+
+_OF_IDS: Final = (
+    "FROM message_parts rp CROSS JOIN messages rm ON rm.id = rp.message_id "
+    "WHERE rp.tool_call_id IN (SELECT value FROM json_each(?2)) AND rp.kind = 'tool_result' "
+    "AND rm.conversation_id = ?1"
+)
+_RESULTS_OF_IDS: Final = "SELECT rm.seq, rp.tool_call_id, " + ANSWERED_SEQ + " " + _OF_IDS
+
+
+def results_of_calls(
+    store: Store, conversation_id: int, call_ids: Sequence[str]
+) -> set[tuple[int, int, str]]:
+    """(result seq, seq of the call it answers, call id) of each stored result of one
+    of ``call_ids`` that answers a call. Uses the call id index: linear in the parts
+    sharing those ids."""
+    rows = store.execute(_RESULTS_OF_IDS, (conversation_id, orjson.dumps(list(call_ids)).decode()))
+    return {(int(r), int(a), str(c)) for r, c, a in rows if a is not None}
 
 
 def earliest_call_of_results(store: Store, conversation_id: int, from_seq: int) -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -33,7 +34,7 @@ class PairingReport:
 
 
 def pair_tools(
-    turns: Sequence[Turn], *, answered_elsewhere: frozenset[str] = frozenset()
+    turns: Sequence[Turn], *, answered_elsewhere: AbstractSet[str | tuple[int, str]] = frozenset()
 ) -> tuple[list[Turn], PairingReport]:
     """Pair tool calls with their results, in time linear in the blocks.
 
@@ -43,10 +44,11 @@ def pair_tools(
       consecutive results from one turn stay one turn.
     * A result left unpaired is dropped: its call is not in ``turns`` (evicted
       or summarised), or it is a second result for an answered call.
-    * A call with no result: dropped when its id is in ``answered_elsewhere``
-      (the result exists but was not selected); kept as is when nothing but
-      tool results follows its turn (the call is still running); otherwise
-      answered by a synthetic error result.
+    * A call with no result: dropped when ``answered_elsewhere`` holds its id
+      (every call of that id) or ``(its turn's seq, its id)`` (that message's
+      calls of it): the result exists but was not selected; kept as is when
+      nothing but tool results follows its turn (the call is still running);
+      otherwise answered by a synthetic error result.
 
     Stub results (``[Tool Output: ...]``) get their disambiguator and tool
     name from their call. Turns that come through unchanged are the same
@@ -68,7 +70,11 @@ def pair_tools(
                 continue  # placed after its call, or dropped
             if block.type == "tool_call":
                 if block.call_id is None or (
-                    (t, b) not in answer and block.call_id in answered_elsewhere
+                    (t, b) not in answer
+                    and (
+                        block.call_id in answered_elsewhere
+                        or (turn.seq, block.call_id) in answered_elsewhere
+                    )
                 ):
                     dropped_calls += 1
                     continue

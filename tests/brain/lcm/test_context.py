@@ -1,7 +1,7 @@
 """brain.context: the one session-to-conversation lookup and the visibility scope.
 
 The context list and the fresh tail are exercised through compaction and
-assembly (tests/brain/lcm/compaction/test_compactor.py, tests/brain/lcm/test_assemble.py).
+assembly (tests/brain/lcm/compaction/test_compactor.py, tests/brain/lcm/assemble/test_assembler.py).
 """
 
 from __future__ import annotations

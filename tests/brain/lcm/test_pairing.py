@@ -11,7 +11,13 @@ from brain import MessageIn, Store
 from brain.lcm.context import conversation, tail_start
 from brain.lcm.ingest import ingest
 from brain.lcm.messages import load_range
-from brain.lcm.pairing import answered_messages, answered_seqs, calls_answered_after, match
+from brain.lcm.pairing import (
+    answered_messages,
+    answered_seqs,
+    calls_answered_after,
+    match,
+    results_of_calls,
+)
 from brain.lcm.render import Block, pair_tools, turn_from_message
 from tests.brain.lcm.helpers import new_session
 
@@ -113,6 +119,15 @@ def test_sql_and_python_pair_every_result_with_the_same_call(
                 if first <= call_seq <= last and result_seq > last:
                     expected[call_seq] = max(expected.get(call_seq, 0), result_seq)
             assert calls_answered_after(store, conversation_id, first, last) == expected
+    # The assemble form: the stored results of some call ids and the calls they answer.
+    answered = answered_messages(blocks)
+    for ids in (["a"], ["b", "c"], ["a", "b", "c"]):
+        by_python = {
+            (seqs[m], seqs[call], blocks[m][b].call_id)
+            for (m, b), call in answered.items()
+            if blocks[m][b].call_id in ids
+        }
+        assert results_of_calls(store, conversation_id, ids) == by_python
 
 
 def test_rendering_pairs_tail_results_with_calls_the_fresh_tail_holds(store: Store) -> None:

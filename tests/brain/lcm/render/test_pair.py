@@ -145,6 +145,17 @@ def test_a_call_answered_outside_the_selection_is_dropped_with_its_empty_turn() 
     assert report.dropped_calls == 2
 
 
+def test_a_call_answered_elsewhere_by_message_leaves_other_calls_of_its_id_answered() -> None:
+    # Two responses both numbered their call c1; only the first one's result exists.
+    first = _turn("assistant", _call("c1"))
+    turns = [first, _turn("user", _text("again")), _turn("assistant", _call("c1"))]
+    turns.append(_turn("user", _text("next")))
+    out, report = pair_tools(turns, answered_elsewhere=frozenset({(first.seq, "c1")}))
+    assert report.dropped_calls == 1
+    assert report.synthesized == 1
+    assert [b.text for t in out for b in t.blocks if b.type == "tool_result"] == [UNANSWERED]
+
+
 def test_the_last_call_with_nothing_after_it_is_left_in_progress() -> None:
     turns = [_turn("user", _text("go")), _turn("assistant", _call("c1"), _call("c2"))]
     out, report = pair_tools(turns)

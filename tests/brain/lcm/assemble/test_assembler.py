@@ -379,6 +379,23 @@ def test_a_result_whose_call_was_folded_is_dropped_not_orphaned(small: Brain) ->
     assert "very late" not in str(out.messages)
 
 
+def test_a_reused_call_id_whose_earlier_result_was_folded_is_answered_not_dropped(
+    small: Brain,
+) -> None:
+    # A server numbering calls afresh in every response (``call_0``): the folded result
+    # answers the earlier call (``brain.lcm.pairing``'s rule), so the new call has no
+    # result anywhere and gets the made-up answer, not dropped as answered elsewhere.
+    small.ingest("s", [MessageIn("user", "go"), call("c1", "a.py"), result("c1", "old")])
+    small.ingest("s", chat(30, start=1))
+    small.compact("s")
+    small.ingest("s", [call("c1", "b.py"), MessageIn("user", "and?")])
+    out = assemble(small, "s", 10_000)
+    assert out.pairing["dropped_calls"] == 0
+    assert out.pairing["synthesized"] == 1
+    assert "b.py" in str(out.messages)
+    assert sum(1 for m in out.messages if m.get("content") == UNANSWERED) == 1
+
+
 # -- stubs ------------------------------------------------------------------------------------
 
 
