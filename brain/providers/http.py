@@ -38,11 +38,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, TypeVar
 
 import httpx
 
 from brain.errors import ProviderError
+from brain.providers.policy import ProviderPolicy
 from brain.version import __version__
 
 log = logging.getLogger(__name__)
@@ -50,27 +51,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 REQUEST_SPECIFIC_STATUS: Final = frozenset({400, 413, 422})
 """Failures caused by the request, not the provider: not retried, and proof the provider is up."""
-
-
-class ProviderSettings(Protocol):
-    """What a provider config gives a ``ResilientPoster`` (``LLMConfig``, embedder configs)."""
-
-    @property
-    def api_key(self) -> str | None: ...
-    @property
-    def timeout_s(self) -> float: ...
-    @property
-    def deadline_s(self) -> float: ...
-    @property
-    def max_retries(self) -> int: ...
-    @property
-    def backoff_base_s(self) -> float: ...
-    @property
-    def backoff_max_s(self) -> float: ...
-    @property
-    def breaker_threshold(self) -> int: ...
-    @property
-    def breaker_reset_s(self) -> float: ...
 
 
 class ResilientPoster:
@@ -87,26 +67,25 @@ class ResilientPoster:
     @classmethod
     def for_endpoint(
         cls,
-        base_url: str,
+        policy: ProviderPolicy,
         path: str,
-        config: ProviderSettings,
         *,
         label: str,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> ResilientPoster:
-        """A poster for ``base_url + path`` with a provider config's retry and breaker settings."""
+        """A poster for ``path`` under the policy's ``base_url``, trying as hard as it says."""
         return cls(
-            base_url.rstrip("/") + path,
-            api_key=config.api_key,
-            timeout_s=config.timeout_s,
-            deadline_s=config.deadline_s,
-            max_retries=config.max_retries,
-            backoff_base_s=config.backoff_base_s,
-            backoff_max_s=config.backoff_max_s,
-            breaker_threshold=config.breaker_threshold,
-            breaker_reset_s=config.breaker_reset_s,
+            policy.base_url.rstrip("/") + path,
+            api_key=policy.api_key,
+            timeout_s=policy.timeout_s,
+            deadline_s=policy.deadline_s,
+            max_retries=policy.max_retries,
+            backoff_base_s=policy.backoff_base_s,
+            backoff_max_s=policy.backoff_max_s,
+            breaker_threshold=policy.breaker_threshold,
+            breaker_reset_s=policy.breaker_reset_s,
             label=label,
             transport=transport,
             sleep=sleep,

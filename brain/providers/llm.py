@@ -9,48 +9,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from brain.providers.http import MalformedResponse, ResilientPoster
+from brain.providers.policy import ProviderPolicy
 
 
 @dataclass(frozen=True, slots=True)
-class LLMConfig:
-    """Where the chat-completions endpoint is and how hard to try.
+class LLMConfig(ProviderPolicy):
+    """Where the chat-completions endpoint is and how hard to try (``ProviderPolicy``:
+    ``base_url`` ends before ``/chat/completions``), and the sampling temperature."""
 
-    ``base_url`` ends before ``/chat/completions`` (``http://127.0.0.1:11434/v1``
-    for Ollama). ``api_key`` is sent as a bearer token when set and is kept out
-    of ``repr``. ``max_retries`` counts retries after the first attempt.
-    ``timeout_s`` bounds one attempt; ``deadline_s`` the whole call, retries
-    and backoff included.
-    """
-
-    base_url: str
-    model: str
-    api_key: str | None = field(default=None, repr=False)
-    timeout_s: float = 60.0
-    deadline_s: float = 60.0
-    max_retries: int = 3
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 20.0
-    breaker_threshold: int = 5
-    breaker_reset_s: float = 60.0
     temperature: float = 0.2
-
-    def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError("LLMConfig.base_url must start with http:// or https://")
-        if not self.model:
-            raise ValueError("LLMConfig.model must not be empty")
-        if self.timeout_s <= 0 or self.backoff_base_s < 0 or self.backoff_max_s < 0:
-            raise ValueError("LLMConfig timeouts and backoffs must be positive")
-        if not self.deadline_s > 0:
-            raise ValueError("LLMConfig.deadline_s must be positive")
-        if self.max_retries < 0 or self.breaker_threshold < 1 or self.breaker_reset_s < 0:
-            raise ValueError("LLMConfig retry and breaker settings are out of range")
 
 
 class ChatClient:
@@ -71,9 +44,8 @@ class ChatClient:
     ) -> None:
         self.config = config
         self._poster = ResilientPoster.for_endpoint(
-            config.base_url,
-            "/chat/completions",
             config,
+            "/chat/completions",
             label="LLM",
             transport=transport,
             sleep=sleep,

@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from brain.providers.policy import ProviderPolicy  # settings only: no httpx
+
 if TYPE_CHECKING:
     import httpx
     import numpy as np
@@ -219,45 +221,25 @@ class HashEmbedder:
 
 
 @dataclass(frozen=True, slots=True)
-class OpenAIEmbedderConfig:
-    """Where an OpenAI-compatible embeddings endpoint is and how hard to try.
+class OpenAIEmbedderConfig(ProviderPolicy):
+    """Where an OpenAI-compatible embeddings endpoint is and how hard to try
+    (``ProviderPolicy``: ``base_url`` ends before ``/embeddings``; ``deadline_s``
+    bounds each request), and how texts are sent.
 
-    ``base_url`` ends before ``/embeddings`` (``http://127.0.0.1:11434/v1`` for Ollama).
-    ``api_key`` is sent as a bearer token when set and is kept out of ``repr``. ``dim`` is
-    checked against every answer; left unset it is learned from the first one.
-    ``batch_size`` texts go in one request; ``max_retries`` counts retries after the first
-    attempt of each request. The timeout, deadline, retry and breaker settings mean what
-    they do in :class:`brain.providers.llm.LLMConfig` (``deadline_s`` bounds each request).
+    ``dim`` is checked against every answer; left unset it is learned from the first one.
+    ``batch_size`` texts go in one request. Both are keyword-only.
     """
 
-    base_url: str
-    model: str
-    api_key: str | None = field(default=None, repr=False)
-    dim: int | None = None
-    batch_size: int = 64
     timeout_s: float = 30.0
-    deadline_s: float = 60.0
-    max_retries: int = 3
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 20.0
-    breaker_threshold: int = 5
-    breaker_reset_s: float = 60.0
+    dim: int | None = field(default=None, kw_only=True)
+    batch_size: int = field(default=64, kw_only=True)
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError("OpenAIEmbedderConfig.base_url must start with http:// or https://")
-        if not self.deadline_s > 0:
-            raise ValueError("OpenAIEmbedderConfig.deadline_s must be positive")
-        if not self.model:
-            raise ValueError("OpenAIEmbedderConfig.model must not be empty")
+        ProviderPolicy.__post_init__(self)  # not super(): a slots dataclass is a new class
         if self.dim is not None and self.dim <= 0:
             raise ValueError("OpenAIEmbedderConfig.dim must be positive")
         if self.batch_size < 1:
             raise ValueError("OpenAIEmbedderConfig.batch_size must be at least 1")
-        if self.timeout_s <= 0 or self.backoff_base_s < 0 or self.backoff_max_s < 0:
-            raise ValueError("OpenAIEmbedderConfig timeouts and backoffs must be positive")
-        if self.max_retries < 0 or self.breaker_threshold < 1 or self.breaker_reset_s < 0:
-            raise ValueError("OpenAIEmbedderConfig retry and breaker settings are out of range")
 
 
 class OpenAIEmbedder:
@@ -290,9 +272,8 @@ class OpenAIEmbedder:
         self._dim = config.dim
         self._lock = threading.Lock()
         self._poster = ResilientPoster.for_endpoint(
-            config.base_url,
-            "/embeddings",
             config,
+            "/embeddings",
             label="embedding",
             transport=transport,
             sleep=sleep,
