@@ -15,20 +15,20 @@ from dataclasses import dataclass
 from typing import Final
 
 from brain.lcm.summary_contract import (
-    _EXPAND_LINE,
-    _FOOTER_MIN_TOKENS,
+    EXPAND_LINE,
     EXPAND_PREFIX,
+    FOOTER_MIN_TOKENS,
     NOTHING_OMITTED,
     TINY_INPUT_TOKENS,
     SourceItem,
     SummaryRequest,
-    _clip,
-    _units,
-    _verbatim,
-    _who,
+    clip_text,
     input_tokens,
     short_time,
     truncate_source,
+    units,
+    verbatim,
+    who,
 )
 from brain.tokens import estimate_tokens
 
@@ -61,16 +61,16 @@ class ExtractiveSummarizer:
         """Return the extractive summary of ``request`` (never raises for valid requests)."""
         source = input_tokens(request)
         if source <= TINY_INPUT_TOKENS:
-            return _verbatim(request, min(source, request.target_tokens))
+            return verbatim(request, min(source, request.target_tokens))
         # At most 60% of the input, so a summary is a real reduction, except
         # for small inputs, where line prefixes and the footer need the room.
         budget = min(request.target_tokens, source - 1, max(_SMALL_INPUT_TOKENS, source * 3 // 5))
         if request.aggressive:
-            budget = min(budget, max(_FOOTER_MIN_TOKENS, budget // 2))
-        if budget < _FOOTER_MIN_TOKENS:
+            budget = min(budget, max(FOOTER_MIN_TOKENS, budget // 2))
+        if budget < FOOTER_MIN_TOKENS:
             return truncate_source(request, budget)
         text = _Extraction(request).render(budget * 4)
-        if estimate_tokens(text) > budget:  # unreachable while _units bounds estimate_tokens
+        if estimate_tokens(text) > budget:  # unreachable while units bounds estimate_tokens
             return truncate_source(request, budget)
         return text
 
@@ -165,14 +165,14 @@ class _Sentence:
     item: int
     pos: int  # position in the whole source, for chronological output
     text: str
-    size: int  # in _units
+    size: int  # in units
     score: float
     category: int  # 0 decision, 1 error, 2 entity, 3 other: condensed output order
     entities: list[str]
 
 
 class _Extraction:
-    """One summary in the making: sentences scored, then picked under a budget (see _units)."""
+    """One summary in the making: sentences scored, then picked under a budget (see units)."""
 
     def __init__(self, request: SummaryRequest) -> None:
         self.request = request
@@ -185,13 +185,13 @@ class _Extraction:
             per_item = _CONDENSED_PER_ITEM.get(depth, _DEEP_PER_ITEM)
         self.per_item = max(1, per_item // 2) if request.aggressive else per_item
         self.prefixes = [self._prefix(item) for item in request.items]
-        self.prefix_units = [_units(p) for p in self.prefixes]
+        self.prefix_units = [units(p) for p in self.prefixes]
         self.inherited: list[str] = []  # children's "Expand for details about" terms
         self.sentences = self._score(clip)
 
     def _prefix(self, item: SourceItem) -> str:
         if not self.condensed:
-            return f"[{short_time(item.at)}] {_who(item)}: "
+            return f"[{short_time(item.at)}] {who(item)}: "
         end = short_time(item.at)
         if item.earliest_at is None:
             return f"[{end}]\n"
@@ -212,7 +212,7 @@ class _Extraction:
                 if not text:
                     continue
                 if self.condensed:
-                    expand = _EXPAND_LINE.match(text)
+                    expand = EXPAND_LINE.match(text)
                     if expand:
                         self.inherited.extend(_split_terms(expand.group(1)))
                         continue
@@ -233,8 +233,8 @@ class _Extraction:
                 seen.add(shape)
                 if len(text) >= 24 and text in previous:
                     score -= 4.0  # already said by the previous summary
-                text = _clip(text, clip)
-                size = _units(text)
+                text = clip_text(text, clip)
+                size = units(text)
                 out.append(_Sentence(index, pos, text, size, score, category, entities))
                 pos += 1
             if len(out) > first:
@@ -245,9 +245,9 @@ class _Extraction:
         return out
 
     def render(self, budget: int) -> str:
-        """The summary within ``budget`` _units (at least the footer minimum)."""
+        """The summary within ``budget`` units (at least the footer minimum)."""
         # The footer's share; the 4 extra cover rounding of a non-ASCII body.
-        reserve = min(_FOOTER_MAX_UNITS, max(_FOOTER_MIN_TOKENS * 4 + 4, budget // 6))
+        reserve = min(_FOOTER_MAX_UNITS, max(FOOTER_MIN_TOKENS * 4 + 4, budget // 6))
         room = budget - reserve
         chosen: dict[int, list[_Sentence]] = {}
         spent = 0
@@ -292,7 +292,7 @@ class _Extraction:
                 body = " ".join(s.text for s in picked)
             lines.append(self.prefixes[index] + body)
         text = "\n".join(lines)
-        used = _units(text)
+        used = units(text)
         footer = self._footer(chosen, text, budget - used - (1 if text else 0))
         return f"{text}\n{footer}" if text else footer
 
@@ -306,7 +306,7 @@ class _Extraction:
         picked: list[str] = []
         used = 0
         for term in terms:
-            cost = _units(term) + (2 if picked else 0)
+            cost = units(term) + (2 if picked else 0)
             low = term.lower()
             if any(low in other.lower() for other in picked):
                 continue  # "brain/store.py" adds nothing after "/work/brain/store.py"

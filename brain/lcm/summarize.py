@@ -32,9 +32,9 @@ from dataclasses import replace
 from brain.errors import ProviderError
 from brain.lcm.extractive import ExtractiveSummarizer
 from brain.lcm.summary_contract import (
-    _EXPAND_LINE,
-    _FOOTER_MIN_TOKENS,
+    EXPAND_LINE,
     EXPAND_PREFIX,
+    FOOTER_MIN_TOKENS,
     NOTHING_OMITTED,
     OVERSHOOT_TOLERANCE,
     TINY_INPUT_TOKENS,
@@ -43,14 +43,14 @@ from brain.lcm.summary_contract import (
     Summarizer,
     SummaryOutcome,
     SummaryRequest,
-    _cut_tokens,
-    _cut_words,
-    _units,
-    _verbatim,
+    cut_tokens,
+    cut_words,
     input_tokens,
     looks_like_reasoning,
     short_time,
     truncate_source,
+    units,
+    verbatim,
 )
 from brain.tokens import estimate_tokens
 
@@ -84,7 +84,7 @@ def summarize_with_escalation(
     """
     source = input_tokens(request)
     if source <= TINY_INPUT_TOKENS:
-        return SummaryOutcome(_verbatim(request, min(source, request.target_tokens)), "verbatim", 0)
+        return SummaryOutcome(verbatim(request, min(source, request.target_tokens)), "verbatim", 0)
     limit = min(request.target_tokens, source - 1)
     attempts = 0
     ladder = (
@@ -105,7 +105,7 @@ def summarize_with_escalation(
         fallback = primary if isinstance(primary, ExtractiveSummarizer) else ExtractiveSummarizer()
     # Tighter than the target: the model already failed twice, so the fallback
     # aims well inside the budget (aggressive halves it again).
-    tight = min(limit, max(_FOOTER_MIN_TOKENS, limit * 3 // 4))
+    tight = min(limit, max(FOOTER_MIN_TOKENS, limit * 3 // 4))
     attempts += 1
     try:
         candidate = fallback.summarize(replace(request, aggressive=True, target_tokens=tight))
@@ -135,22 +135,22 @@ def _trim_lines(text: str, max_tokens: int) -> str:
     """Keep whole lines from the start (and the final "Expand" line) within ``max_tokens``."""
     budget = max_tokens * 4
     lines = text.split("\n")  # not splitlines(): it also splits on \x1c-\x1e and \u2028
-    footer = lines.pop() if lines and _EXPAND_LINE.match(lines[-1].strip()) else None
-    if footer is not None and _units(footer) + 1 > budget // 3:
+    footer = lines.pop() if lines and EXPAND_LINE.match(lines[-1].strip()) else None
+    if footer is not None and units(footer) + 1 > budget // 3:
         footer = None  # the body matters more than a long list of omissions
-    room = budget - (_units(footer) + 1 if footer is not None else 0)
+    room = budget - (units(footer) + 1 if footer is not None else 0)
     kept: list[str] = []
     used = 0
     for line in lines:
-        size = _units(line) + (1 if kept else 0)
+        size = units(line) + (1 if kept else 0)
         if used + size > room:
             rest = (room - used - (1 if kept else 0)) // 4
             if rest >= 10:
-                kept.append(_cut_words(line, rest))
+                kept.append(cut_words(line, rest))
             break
         kept.append(line)
         used += size
     body = "\n".join(kept)
     if footer is not None:
         body = f"{body}\n{footer}" if body else footer
-    return _cut_tokens(body, max_tokens)
+    return cut_tokens(body, max_tokens)

@@ -142,30 +142,32 @@ def truncate_source(request: SummaryRequest, max_tokens: int) -> str:
     marker = "\n" + TRUNCATION_MARKER
     room = max_tokens - estimate_tokens(marker)
     if room < 4:  # no space for a useful head plus the marker: keep what fits
-        return _cut_tokens(text, max_tokens)
-    return _cut_words(text, room) + marker
+        return cut_tokens(text, max_tokens)
+    return cut_words(text, room) + marker
 
 
-_FOOTER_MIN_TOKENS: Final = 8
-_EXPAND_LINE = re.compile(r"^expand for details about:\s*(.*)$", re.IGNORECASE)
+FOOTER_MIN_TOKENS: Final = 8
+EXPAND_LINE = re.compile(r"^expand for details about:\s*(.*)$", re.IGNORECASE)
 
 
-def _verbatim(request: SummaryRequest, max_tokens: int) -> str:
-    return _cut_tokens("\n".join(item.text for item in request.items), max_tokens)
+def verbatim(request: SummaryRequest, max_tokens: int) -> str:
+    """The sources' text as they are, cut to ``max_tokens``."""
+    return cut_tokens("\n".join(item.text for item in request.items), max_tokens)
 
 
 def _source_line(item: SourceItem) -> str:
     if item.role == "summary":
         return item.text
-    return f"[{short_time(item.at)}] {_who(item)}: {item.text}"
+    return f"[{short_time(item.at)}] {who(item)}: {item.text}"
 
 
-def _who(item: SourceItem) -> str:
+def who(item: SourceItem) -> str:
     """Who said a source message: ``Name (role)`` when a name was given, else the role."""
     return f"{item.name} ({item.role})" if item.name else item.role
 
 
-def _clip(text: str, limit: int) -> str:
+def clip_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters at a word boundary when one is near, with "…"."""
     if len(text) <= limit:
         return text
     cut = text[:limit]
@@ -173,7 +175,7 @@ def _clip(text: str, limit: int) -> str:
     return (cut[:space] if space > 0 else cut) + "\u2026"
 
 
-def _units(text: str) -> int:
+def units(text: str) -> int:
     """The cost of a piece of text in quarter tokens, for budgets built piece by piece.
 
     Whole tokens per sentence would round every sentence up. In quarter
@@ -185,7 +187,7 @@ def _units(text: str) -> int:
     return len(text) if text.isascii() else 4 * estimate_tokens(text)
 
 
-def _cut_tokens(text: str, max_tokens: int) -> str:
+def cut_tokens(text: str, max_tokens: int) -> str:
     """The longest prefix of ``text`` that costs at most ``max_tokens``."""
     if max_tokens <= 0:
         return ""
@@ -203,8 +205,8 @@ def _cut_tokens(text: str, max_tokens: int) -> str:
     return text[:low]
 
 
-def _cut_words(text: str, max_tokens: int) -> str:
+def cut_words(text: str, max_tokens: int) -> str:
     """``text`` cut to ``max_tokens`` including a trailing ellipsis, at a space if one is near."""
-    cut = _cut_tokens(text, max_tokens - 1)  # the ellipsis is three bytes: one token
+    cut = cut_tokens(text, max_tokens - 1)  # the ellipsis is three bytes: one token
     space = cut.rfind(" ", len(cut) // 2)
     return (cut[:space] if space > 0 else cut).rstrip() + "\u2026"

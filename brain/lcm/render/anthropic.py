@@ -12,8 +12,8 @@ from typing import Any, Final
 import orjson
 
 from brain.lcm.messages import with_speaker
-from brain.lcm.render.openai import _source_url
-from brain.lcm.render.turns import Block, Turn, _nested_text
+from brain.lcm.render.openai import source_url
+from brain.lcm.render.turns import Block, Turn, nested_text
 
 CONTINUES: Final = "[conversation continues]"
 """Text of the user message put first when an Anthropic context would start with the assistant."""
@@ -115,7 +115,7 @@ def _anthropic_result(block: Block) -> dict[str, Any]:
     body = block.data.get("content") if block.data is not None else None
     # The original list (it may hold images) only while it still says what
     # ``text`` says: a caller that swapped the text for a stub meant the stub.
-    if isinstance(body, list) and _nested_text(body) == block.text:
+    if isinstance(body, list) and nested_text(body) == block.text:
         items = [item for item in (_anthropic_result_item(i) for i in body) if item is not None]
         if items:
             content = items
@@ -152,7 +152,7 @@ def _anthropic_image(data: Mapping[str, Any]) -> dict[str, Any] | None:
     kind = data.get("type")
     if kind == "image":
         source = data.get("source")
-        if isinstance(source, dict) and _source_url(source) is not None:
+        if isinstance(source, dict) and source_url(source) is not None:
             return {"type": "image", "source": source}
         return None
     url: Any = None

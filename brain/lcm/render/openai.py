@@ -106,7 +106,7 @@ def _openai_image(data: Mapping[str, Any]) -> dict[str, Any] | None:
     elif kind == "image":
         source = data.get("source")
         if isinstance(source, dict):
-            url = _source_url(source)
+            url = source_url(source)
     if not isinstance(url, str):
         return None
     image: dict[str, Any] = {"url": url}
@@ -133,14 +133,14 @@ def _openai_file(data: Mapping[str, Any]) -> dict[str, Any] | None:
         if source.get("type") == "text" and isinstance(source.get("data"), str):
             label = f"[file: {title}]" if isinstance(title, str) else "[file]"
             return {"type": "text", "text": f"{label}\n{source['data']}"}
-        url = _source_url(source)
+        url = source_url(source)
         if url is not None and url.startswith("data:"):
             name = title if isinstance(title, str) else "document"
             return {"type": "file", "file": {"filename": name, "file_data": url}}
     return None
 
 
-def _source_url(source: Mapping[str, Any]) -> str | None:
+def source_url(source: Mapping[str, Any]) -> str | None:
     """An Anthropic source (base64 or url) as a URL; a data URL for base64."""
     if source.get("type") == "base64":
         media, data = source.get("media_type"), source.get("data")

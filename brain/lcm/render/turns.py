@@ -204,7 +204,7 @@ def _content_block(msg: StoredMessage, part: StoredPart) -> Block | None:
             text = stub_text(part.file_id, part.tool_name, part.file_bytes or 0, None)
             return Block("tool_result", text, part.tool_call_id, part.tool_name, is_error=is_error)
         body = stored.get("output" if stored.get("type") == "function_call_output" else "content")
-        text = _nested_text(body)
+        text = nested_text(body)
         return Block(
             "tool_result", text, part.tool_call_id, part.tool_name, is_error=is_error, data=stored
         )
@@ -261,7 +261,7 @@ def _block_text(block: Mapping[str, Any]) -> str:
     return ""
 
 
-def _nested_text(value: Any) -> str:
+def nested_text(value: Any) -> str:
     """Text of a tool result body: a string, or the text of its blocks."""
     if isinstance(value, str):
         return value
@@ -280,7 +280,7 @@ def _reasoning_text(block: Mapping[str, Any]) -> str:
         value = block.get(key)
         if isinstance(value, str):
             return value
-    return _nested_text(block.get("summary") or block.get("content"))
+    return nested_text(block.get("summary") or block.get("content"))
 
 
 def _file_label(block: Mapping[str, Any]) -> str:

@@ -38,7 +38,7 @@ from dataclasses import replace
 import orjson
 
 from brain.errors import InvalidInput
-from brain.recall.search.fulltext import _full_text
+from brain.recall.search.fulltext import full_text_search
 from brain.recall.search.model import (
     LEXICAL_WEIGHT,
     NEIGHBOUR_SHARE,
@@ -51,8 +51,8 @@ from brain.recall.search.model import (
     Mode,
     Nearest,
 )
-from brain.recall.search.pattern import _regex
-from brain.recall.search.semantic import _hybrid, _semantic
+from brain.recall.search.pattern import regex_search
+from brain.recall.search.semantic import hybrid_search, semantic_search
 from brain.recall.search.terms import STOP_WORDS, CjkTerms, cjk_terms, fts_query
 from brain.store.connection import Store
 
@@ -81,16 +81,16 @@ def grep(store: Store, options: GrepOptions, nearest: Nearest | None = None) -> 
     ``nearest`` answers the vector side of semantic and hybrid searches.
     """
     if options.mode == "regex":
-        hits = _regex(store, options)
+        hits = regex_search(store, options)
     elif options.mode in ("semantic", "hybrid"):
         if nearest is None:
             raise InvalidInput("mode", f"{options.mode} search needs a vector index")
         if options.mode == "semantic":
-            hits = _semantic(store, options, nearest)
+            hits = semantic_search(store, options, nearest)
         else:
-            hits = _hybrid(store, options, nearest)
+            hits = hybrid_search(store, options, nearest)
     else:
-        hits = _full_text(store, options)
+        hits = full_text_search(store, options)
     return _with_names(store, hits)
 
 

@@ -15,13 +15,13 @@ import regex
 from brain.errors import InvalidInput, NotFound, StorageError
 from brain.payloads.filetext import INDEX_BYTES, read_head, text_chunks
 from brain.recall.search.model import (
-    _PAGE,
-    _SNIPPET_CHARS,
-    _WORD,
+    PAGE,
+    SNIPPET_CHARS,
+    WORD,
     GrepOptions,
     Hit,
 )
-from brain.recall.search.snippets import _lead, _snippet
+from brain.recall.search.snippets import make_snippet, snippet_lead
 from brain.recall.search.terms import STOP_WORDS
 from brain.store.connection import Store
 
@@ -58,10 +58,10 @@ _FILES_OF_MESSAGES: Final = (
     "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL"
 )
 _SNIPPET_READ: Final = 256 * 1024
-_LEAD_READ: Final = 4 * _SNIPPET_CHARS
+_LEAD_READ: Final = 4 * SNIPPET_CHARS
 
 
-def _ranked_files(
+def ranked_files(
     store: Store, options: GrepOptions, words: str, bounds: tuple[Any, ...]
 ) -> list[Hit]:
     """Payload files by bm25 of their indexed text; the snippet is read from the file."""
@@ -79,7 +79,7 @@ def _needles(query: str) -> Any:
     The index stems words (porter), so a file can match a query word it does not
     contain as typed; a word's stem-like prefix is tried after the words themselves.
     """
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    words = list(dict.fromkeys(w.lower() for w in WORD.findall(query)))
     words = [w for w in words if w not in STOP_WORDS] or words
     words.sort(key=len, reverse=True)
     prefixes = [w[: max(3, len(w) - 3)] for w in words]
@@ -101,23 +101,23 @@ def _file_snippet(store: Store, file_id: str, needles: Any) -> str:
             for chunk in text_chunks(store.files_dir, file_id, _SNIPPET_READ):
                 found = pattern.search(chunk)
                 if found is not None:
-                    return _snippet(chunk, found.start(), found.end())
+                    return make_snippet(chunk, found.start(), found.end())
                 read += len(chunk)
                 if read >= INDEX_BYTES:
                     break
-        return _lead(read_head(store.files_dir, file_id, _LEAD_READ))
+        return snippet_lead(read_head(store.files_dir, file_id, _LEAD_READ))
     except (NotFound, StorageError):
         return ""  # the row outlived its file (removed by hand): still a hit, by the index
 
 
-def _scan_files(store: Store, options: GrepOptions, pattern: Any, deadline: float) -> list[Hit]:
+def scan_files(store: Store, options: GrepOptions, pattern: Any, deadline: float) -> list[Hit]:
     """Payload files whose text matches, newest first, each read in bounded pieces."""
     convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
     bounds = (convs, convs, options.since or "", options.before or "\uffff")
     hits: list[Hit] = []
     cursor_id = 1 << 62
     while len(hits) < options.limit:
-        rows: Sequence[Any] = list(store.execute(_FILE_PAGE, (cursor_id, *bounds, _PAGE)))
+        rows: Sequence[Any] = list(store.execute(_FILE_PAGE, (cursor_id, *bounds, PAGE)))
         if not rows:
             break
         for _, file_id, session, created_at in rows:
@@ -142,13 +142,13 @@ def _search_file(store: Store, file_id: str, pattern: Any, deadline: float) -> s
             except TimeoutError:
                 raise InvalidInput("query", "regular expression took too long (over 1 s)") from None
             if found is not None:
-                return _snippet(chunk, found.start(), found.end())
+                return make_snippet(chunk, found.start(), found.end())
     except (NotFound, StorageError):
         return None
     return None
 
 
-def _semantic_files(
+def semantic_files(
     store: Store, options: GrepOptions, ranked: list[tuple[str, int, float]]
 ) -> list[Hit]:
     """Payload files ranked by their message's similarity (its stub is what is embedded)."""
@@ -171,7 +171,7 @@ def _semantic_files(
     hits = []
     for score, file_id, session, created_at in found[: options.limit]:
         try:
-            lead = _lead(read_head(store.files_dir, file_id, _LEAD_READ))
+            lead = snippet_lead(read_head(store.files_dir, file_id, _LEAD_READ))
         except (NotFound, StorageError):
             lead = ""
         hits.append(Hit("file", file_id, session, score, lead, created_at))

@@ -14,17 +14,18 @@ import orjson
 
 from brain.errors import InvalidInput
 from brain.lcm.ids import public_message_id
-from brain.recall.search.files import _ranked_files
+from brain.recall.search.files import ranked_files
 from brain.recall.search.model import (
     GrepOptions,
     Hit,
 )
-from brain.recall.search.snippets import _snippet
+from brain.recall.search.snippets import make_snippet
 from brain.recall.search.terms import cjk_terms, fts_query
 from brain.store.connection import Store
 
 
-def _full_text(store: Store, options: GrepOptions) -> list[Hit]:
+def full_text_search(store: Store, options: GrepOptions) -> list[Hit]:
+    """``full_text`` grep: bm25 over messages and summaries (or payload files), best first."""
     words = fts_query(options.query)
     cjk = cjk_terms(options.query)
     if words is None and not cjk.match and not cjk.short:
@@ -34,7 +35,7 @@ def _full_text(store: Store, options: GrepOptions) -> list[Hit]:
     if options.scope == "files":
         # fts_query keeps CJK runs as words, so a query is never only CJK terms here.
         # Inside files a CJK run is one token (no trigram index): whole runs match.
-        return _ranked_files(store, options, words, bounds) if words is not None else []
+        return ranked_files(store, options, words, bounds) if words is not None else []
     best: dict[tuple[str, str], Hit] = {}
 
     def keep(hits: list[Hit]) -> None:
@@ -132,7 +133,7 @@ def _containing(
         text: str = r[6]
         present = [run for run in runs if run in text]
         at = text.find(present[0]) if present else 0
-        snippet = _snippet(text, at, at + len(present[0]) if present else 0)
+        snippet = make_snippet(text, at, at + len(present[0]) if present else 0)
         score = float(len(present))
         if kind == "message":
             hits.append(_message_hit(r, score, snippet))

@@ -17,9 +17,9 @@ Fusion = Literal["rrf", "weighted"]
 Nearest = Callable[[int], "list[tuple[str, int, float]]"]
 """``nearest(k)``: up to k (kind, row id, similarity) for the query, best first, in scope."""
 
-_WORD: Final = regex.compile(r"[\p{L}\p{N}_]+")
-_PAGE: Final = 500
-_SNIPPET_CHARS: Final = 160
+WORD: Final = regex.compile(r"[\p{L}\p{N}_]+")
+PAGE: Final = 500
+SNIPPET_CHARS: Final = 160
 REGEX_BUDGET_S: Final = 1.0
 RRF_K: Final = 60
 NEIGHBOUR_SHARE: Final = 0.5

@@ -16,14 +16,14 @@ import regex
 
 from brain.errors import InvalidInput
 from brain.lcm.ids import public_message_id
-from brain.recall.search.files import _scan_files
+from brain.recall.search.files import scan_files
 from brain.recall.search.model import (
-    _PAGE,
+    PAGE,
     REGEX_BUDGET_S,
     GrepOptions,
     Hit,
 )
-from brain.recall.search.snippets import _snippet
+from brain.recall.search.snippets import make_snippet
 from brain.store.connection import Store
 
 _FUZZY: Final = regex.compile(r"\\.|(\{[\s\d<=+]*[eids][\s<=+,:}])", regex.DOTALL)
@@ -50,7 +50,8 @@ def _refuse_fuzzy(pattern: str) -> None:
             )
 
 
-def _regex(store: Store, options: GrepOptions) -> list[Hit]:
+def regex_search(store: Store, options: GrepOptions) -> list[Hit]:
+    """``regex`` grep: a bounded regular expression over messages and summaries (or files)."""
     _refuse_fuzzy(options.query)
     try:
         pattern = regex.compile(options.query, regex.IGNORECASE if options.query.islower() else 0)
@@ -63,7 +64,7 @@ def _regex(store: Store, options: GrepOptions) -> list[Hit]:
     if options.scope in ("summaries", "both") and len(hits) < options.limit:
         hits += _scan(store, options, pattern, deadline, _SUMMARY_PAGE, "summary")
     if options.scope == "files":
-        hits += _scan_files(store, options, pattern, deadline)
+        hits += scan_files(store, options, pattern, deadline)
     return hits[: options.limit]
 
 
@@ -99,7 +100,7 @@ def _scan(
         rows: Sequence[Any] = list(
             store.execute(
                 page_sql,
-                (cursor_id, convs, convs, options.since or "", options.before or "\uffff", _PAGE),
+                (cursor_id, convs, convs, options.since or "", options.before or "\uffff", PAGE),
             )
         )
         if not rows:
@@ -121,7 +122,7 @@ def _scan(
                     hit_id,
                     row[5],
                     1.0,
-                    _snippet(row[6], found.start(), found.end()),
+                    make_snippet(row[6], found.start(), found.end()),
                     row[4],
                     row[2],
                     row[3],

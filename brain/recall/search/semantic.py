@@ -13,8 +13,8 @@ from dataclasses import replace
 import orjson
 
 from brain.lcm.ids import public_message_id
-from brain.recall.search.files import _semantic_files
-from brain.recall.search.fulltext import _full_text
+from brain.recall.search.files import semantic_files
+from brain.recall.search.fulltext import full_text_search
 from brain.recall.search.model import (
     LEXICAL_WEIGHT,
     NEIGHBOUR_SHARE,
@@ -23,16 +23,17 @@ from brain.recall.search.model import (
     Hit,
     Nearest,
 )
-from brain.recall.search.snippets import _lead
+from brain.recall.search.snippets import snippet_lead
 from brain.recall.search.terms import fts_query
 from brain.store.connection import Store
 
 
-def _semantic(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
+def semantic_search(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
+    """``semantic`` grep: the nearest vectors, filtered by scope, time and suppression."""
     # Over-fetch: the time bounds, scope and suppression are applied after ranking.
     ranked = nearest(options.limit * 4 + 32)
     if options.scope == "files":
-        return _semantic_files(store, options, ranked)
+        return semantic_files(store, options, ranked)
     wanted = [(k, r) for k, r, _ in ranked if options.scope in ("both", k + "s")]
     found = _resolve(store, options, wanted)
     hits = []
@@ -43,10 +44,11 @@ def _semantic(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]
     return hits[: options.limit]
 
 
-def _hybrid(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
+def hybrid_search(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
+    """``hybrid`` grep: the full-text and semantic rankings fused (``rrf`` or weighted)."""
     pool = replace(options, limit=max(options.limit * 3, 50))
-    lexical = _full_text(store, pool) if fts_query(options.query) is not None else []
-    semantic = _semantic(store, pool, nearest)
+    lexical = full_text_search(store, pool) if fts_query(options.query) is not None else []
+    semantic = semantic_search(store, pool, nearest)
     fused: dict[tuple[str, str], float] = {}
     by_key: dict[tuple[str, str], Hit] = {}
     for ranking, share in ((lexical, LEXICAL_WEIGHT), (semantic, 1.0 - LEXICAL_WEIGHT)):
@@ -94,7 +96,7 @@ def _spread_to_neighbours(
         key = ("message", public_message_id(row_id, client_id))
         if key not in by_key:
             by_key[key] = Hit(
-                "message", key[1], session, 0.0, _lead(content), created_at, seq, role
+                "message", key[1], session, 0.0, snippet_lead(content), created_at, seq, role
             )
         for other in (seq - 1, seq + 1):
             source = positions.get((session, other))
@@ -131,7 +133,14 @@ def _resolve(
         (messages, convs, convs, since, before),
     ):
         out[("message", int(r[0]))] = Hit(
-            "message", public_message_id(r[0], r[1]), r[5], 0.0, _lead(r[6]), r[4], r[2], r[3]
+            "message",
+            public_message_id(r[0], r[1]),
+            r[5],
+            0.0,
+            snippet_lead(r[6]),
+            r[4],
+            r[2],
+            r[3],
         )
     summaries = orjson.dumps([r for k, r in keys if k == "summary"])
     for r in store.execute(
@@ -142,5 +151,5 @@ def _resolve(
         "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL",
         (summaries, convs, convs, since, before),
     ):
-        out[("summary", int(r[0]))] = Hit("summary", r[1], r[3], 0.0, _lead(r[4]), r[2])
+        out[("summary", int(r[0]))] = Hit("summary", r[1], r[3], 0.0, snippet_lead(r[4]), r[2])
     return out

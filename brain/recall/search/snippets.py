@@ -7,18 +7,18 @@ snippets) and test_files.py.
 from __future__ import annotations
 
 from brain.recall.search.model import (
-    _SNIPPET_CHARS,
+    SNIPPET_CHARS,
 )
 
 
-def _lead(text: str) -> str:
+def snippet_lead(text: str) -> str:
     """A semantic hit's snippet: the start of its text (no single span matched)."""
-    return text if len(text) <= _SNIPPET_CHARS else text[:_SNIPPET_CHARS] + "…"
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS] + "…"
 
 
-def _snippet(text: str, start: int, end: int) -> str:
+def make_snippet(text: str, start: int, end: int) -> str:
     """The match with context around it, marked like FTS snippets: ``…before [match] after…``."""
-    pad = max(0, (_SNIPPET_CHARS - (end - start)) // 2)
+    pad = max(0, (SNIPPET_CHARS - (end - start)) // 2)
     left = max(0, start - pad)
     right = min(len(text), end + pad)
     return (

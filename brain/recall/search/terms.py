@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from brain.recall.search.model import (
-    _WORD,
+    WORD,
 )
 from brain.tokens import cjk_run
 
@@ -21,7 +21,7 @@ def fts_query(text: str) -> str | None:
     so they cost the most (a query with "the" ranked every row: 15 ms instead
     of 0.5 at 100k messages) and add least to the ranking.
     """
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    words = list(dict.fromkeys(w.lower() for w in WORD.findall(text)))
     content = [w for w in words if w not in STOP_WORDS]
     words = content or words
     if not words:
