@@ -4,7 +4,7 @@
 is two queries whatever the number of messages (rows, then all their parts),
 never one query per message.
 
-Tested through its readers: ``tests/brain/lcm/test_render.py`` (turns from stored
+Tested through its readers: ``tests/brain/lcm/render/test_render.py`` (turns from stored
 messages) and ``tests/brain/test_engine.py`` (exact restore by id).
 """
 

@@ -14,7 +14,7 @@ lock is never held long. Only the first ``INDEX_BYTES`` of a payload are indexed
 a word past that point is found by a regex grep, which reads whole files.
 
 Tested through ``grep --scope files``, the one reader of this text:
-``tests/brain/recall/test_search_files.py`` (indexing, upgrade backfill, chunked reads).
+``tests/brain/recall/search/test_files.py`` (indexing, upgrade backfill, chunked reads).
 """
 
 from __future__ import annotations

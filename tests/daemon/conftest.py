@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,7 +12,7 @@ import anyio.abc
 import orjson
 import pytest
 
-from brain import Brain, BrainConfig
+from brain import Brain
 from daemon.context import Context
 from daemon.dispatch import Dispatcher
 from daemon.handlers import Handler
@@ -118,10 +117,9 @@ class Harness:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Brain:
-    brain = Brain(tmp_path / "brain.db", BrainConfig(large_payload_tokens=1_000))
-    yield brain  # type: ignore[misc]
-    brain.close()
+def engine(fresh_brain: Brain) -> Brain:
+    """The shared engine on a new database (``tests/conftest.py``), closed after the test."""
+    return fresh_brain
 
 
 async def start(

@@ -228,27 +228,29 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
         daemon.cleanup()
 
 
-def integrity(db: Path) -> list[tuple[Any, ...]]:
-    """``PRAGMA integrity_check`` rows from a plain apsw connection (no engine setup)."""
+def sql_rows(db: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows from a plain apsw connection (no engine set-up)."""
     conn = apsw.Connection(str(db))
     try:
-        return [tuple(row) for row in conn.execute("PRAGMA integrity_check")]
+        return [tuple(r) for r in conn.execute(sql, args)]
     finally:
         conn.close()
+
+
+def integrity(db: Path) -> list[tuple[Any, ...]]:
+    """``PRAGMA integrity_check`` rows from a plain apsw connection (no engine setup)."""
+    return sql_rows(db, "PRAGMA integrity_check")
 
 
 def stored_client_ids(db: Path, session: str) -> list[str]:
     """Client message ids of a session in stored ``seq`` order, read with plain SQL."""
-    conn = apsw.Connection(str(db))
-    try:
-        rows = conn.execute(
-            "SELECT m.client_id FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-            "WHERE c.session_id = ? ORDER BY m.seq",
-            (session,),
-        )
-        return [str(row[0]) for row in rows]
-    finally:
-        conn.close()
+    rows = sql_rows(
+        db,
+        "SELECT m.client_id FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+        "WHERE c.session_id = ? ORDER BY m.seq",
+        (session,),
+    )
+    return [str(row[0]) for row in rows]
 
 
 @contextlib.contextmanager

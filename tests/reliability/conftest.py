@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-import apsw
 import orjson
 import pytest
 
-from tests.e2e.conftest import spawn  # noqa: F401 (the real-process fixture, shared)
+# Shared with the end-to-end suite: the real-process fixture and plain-SQL reads.
+from tests.e2e.conftest import spawn, sql_rows  # noqa: F401
 
 T = TypeVar("T")
 
@@ -87,12 +87,3 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("reliability figures")
     for entry in _FIGURES:
         terminalreporter.write_line(orjson.dumps(entry).decode())
-
-
-def sql_rows(db: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Rows from a plain apsw connection (no engine set-up)."""
-    conn = apsw.Connection(str(db))
-    try:
-        return [tuple(r) for r in conn.execute(sql, args)]
-    finally:
-        conn.close()
