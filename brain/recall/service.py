@@ -8,7 +8,7 @@ run on a read connection; embedding a query and calling a chat model happen with
 lock held (a provider may be slow).
 
 Tested through the engine: tests/brain/recall/ (search/, test_expand) and
-tests/brain/lcm/test_assemble.py and tests/brain/graph/test_retrieval.py (recall).
+tests/brain/lcm/assemble/test_assembler.py and tests/brain/graph/test_nodes.py (recall).
 """
 
 from __future__ import annotations
