@@ -1,4 +1,5 @@
-"""The ``brain`` command: ``brain serve`` (the daemon), ``brain call`` (one request),
+"""The ``brain`` command: ``brain serve`` (the daemon), ``brain mcp`` (the same engine as an
+MCP server: ``daemon.mcp``), ``brain call`` (one request),
 ``brain sync`` (index a workspace's markdown into the graph), ``brain doctor``
 (check and repair a database) and ``brain tools`` (model-facing tool definitions;
 no database).
@@ -19,7 +20,7 @@ from daemon import commands
 from daemon.config import OPTIONS, SCOPES, load_config
 from daemon.logs import configure_logging
 
-COMMANDS: Final = ("serve", "call", "sync", "maintain", "bootstrap", "doctor", "tools")
+COMMANDS: Final = ("serve", "mcp", "call", "sync", "maintain", "bootstrap", "doctor", "tools")
 """The subcommands, in the order ``brain --help`` lists them."""
 
 
@@ -66,6 +67,7 @@ _SCOPE_TITLES: Final = {
     "store": "storage",
     "engine": "engine and providers",
     "serve": "serving",
+    "mcp": "MCP",
 }
 
 
@@ -136,6 +138,16 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
             "serve", help="run the daemon on stdin/stdout", parents=_options("serve")
         )
         serve.set_defaults(func=commands.serve)
+    if only in (None, "mcp"):
+        mcp = sub.add_parser(
+            "mcp",
+            help="serve the memory as an MCP server on stdin/stdout",
+            description="An MCP (Model Context Protocol) server over stdio for agent hosts: "
+            "memory_* tools, brain:// resources and prompts over the same engine as brain "
+            "serve. Needs pip install 'brain-memory[mcp]'.",
+            parents=_options("mcp"),
+        )
+        mcp.set_defaults(func=commands.mcp)
     if only in (None, "call"):
         call = sub.add_parser(
             "call",

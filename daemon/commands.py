@@ -1,7 +1,7 @@
 """What each ``brain`` subcommand does once its command line is parsed (``daemon.cli``).
 
-``serve`` runs the daemon, ``call`` one request through the daemon's dispatcher,
-``sync``, ``maintain``, ``bootstrap`` and ``doctor`` open the database in this
+``serve`` runs the daemon, ``mcp`` the MCP server (``daemon.mcp``), ``call`` one
+request through the daemon's dispatcher, ``sync``, ``maintain``, ``bootstrap`` and ``doctor`` open the database in this
 process, and ``tools`` prints the tool definitions. Each takes the loaded
 configuration and the parsed arguments and returns the exit status. Tested
 through the ``brain`` command: tests/e2e/test_cli.py, test_doctor_cli.py,
@@ -55,6 +55,34 @@ def serve(config: DaemonConfig, args: argparse.Namespace) -> int:
         sink.close(GRACE_S)
     # Worker threads abandoned at shutdown (stuck on a lock, a provider) would
     # keep the interpreter alive; everything committed is committed by now.
+    exit_now_if_stuck(code)
+    return code
+
+
+def mcp(config: DaemonConfig, args: argparse.Namespace) -> int:
+    """Serve the memory as an MCP server on stdin/stdout (``daemon.mcp``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        print("brain mcp needs the MCP SDK: pip install 'brain-memory[mcp]'", file=sys.stderr)
+        return 2
+    import anyio
+
+    from brain import BrainError
+    from daemon.mcp.runner import run
+    from daemon.stdio import StdinSource, StdoutSink, claim_stdout
+    from daemon.stopping import GRACE_S, exit_now_if_stuck
+
+    sink = StdoutSink(claim_stdout())
+    code = 1
+    try:
+        code = anyio.run(partial(run, backstop=True), config, StdinSource(0), sink)
+    except BrainError as exc:  # cannot open the database, etc.: the message says it all
+        log.error("mcp server failed", error=str(exc))
+    except Exception:  # anything else is a bug: keep its traceback
+        log.exception("mcp server failed")
+    finally:
+        sink.close(GRACE_S)  # bounded: a host that stopped reading must not hold the exit
     exit_now_if_stuck(code)
     return code
 

@@ -52,6 +52,10 @@ class DaemonConfig:
     only then may ``brain serve`` switch a database whose vectors are another embedder's."""
     provider_concurrency: int = 8
     provider_deadline_s: float = 60.0
+    mcp_session: str | None = None
+    """``brain mcp``: the conversation its tools read and write (None: the model names one)."""
+    mcp_session_key: str | None = None
+    """``brain mcp``: the session key its searches span and new sessions are filed under."""
     brain: BrainConfig = field(default_factory=BrainConfig)
 
     def __post_init__(self) -> None:
@@ -72,14 +76,16 @@ class DaemonConfig:
                 )
 
 
-Scope = Literal["common", "store", "engine", "serve"]
+Scope = Literal["common", "store", "engine", "serve", "mcp"]
 """Which commands take an option as a flag (every spelling works in a file or the
 environment): ``common`` all of them; ``store`` those that open the database
 (``doctor`` included); ``engine`` those that run the engine (all but ``doctor``);
-``serve`` only ``brain serve``."""
+``serve`` the serving commands, ``brain serve`` and ``brain mcp``; ``mcp`` only
+``brain mcp``."""
 
 SCOPES: Final[dict[str, tuple[Scope, ...]]] = {
     "serve": ("common", "store", "engine", "serve"),
+    "mcp": ("common", "store", "engine", "serve", "mcp"),
     "call": ("common", "store", "engine"),
     "sync": ("common", "store", "engine"),
     "maintain": ("common", "store", "engine"),
@@ -364,6 +370,20 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "BRAIN_PROVIDER_DEADLINE_S",
         _positive_float,
         "longest a request waits on a provider, retries included",
+    ),
+    Option(
+        "mcp_session",
+        "BRAIN_MCP_SESSION",
+        _text,
+        "brain mcp: pin the tools to this session (conversation)",
+        scope="mcp",
+    ),
+    Option(
+        "mcp_session_key",
+        "BRAIN_MCP_SESSION_KEY",
+        _text,
+        "brain mcp: search this session key's sessions; file new sessions under it",
+        scope="mcp",
     ),
 )
 OPTION_BY_KEY: Final = {o.key: o for o in OPTIONS}

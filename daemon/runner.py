@@ -10,6 +10,7 @@ import functools
 import os
 import signal
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     import anyio.abc
 
     from daemon.notify import Notifier
-    from daemon.server import ByteSource, FrameSink, Server
+    from daemon.server import ByteSource, FrameSink
 
 
 class AutoSaver:
@@ -218,7 +219,7 @@ async def _run(
     try:
         async with anyio.create_task_group() as tg:
             if threading.current_thread() is threading.main_thread():
-                tg.start_soon(_watch_signals, server)
+                tg.start_soon(watch_signals, server.stop)
             tg.start_soon(saver.run)
             context.compactions.attach(tg)
             context.on_write(context.embeddings.request)
@@ -226,7 +227,7 @@ async def _run(
                 # Told which embedder to use: the embedder takes the stored vectors over
                 # at once (the first answers already show the switch), as it always did.
                 tg.start_soon(context.embeddings.run)
-            tg.start_soon(_background_start, server, context, tg)
+            tg.start_soon(background_start, server.answered, context, tg)
             if notifier.watchdog_s is not None:
                 probe = EngineProbe(context, config.watchdog_stall_s)
                 tg.start_soon(probe.run)
@@ -242,15 +243,24 @@ async def _run(
             context.embeddings.stop()
             tg.cancel_scope.cancel()
     finally:
-        shutdown.begin()  # also when serving ended by an error: the close is bounded all the same
-        closed = False
-        with anyio.CancelScope(shield=True), anyio.move_on_after(shutdown.bound()):
-            # Abandoned on timeout: a worker thread stuck inside the engine holds
-            # its lock, and the close would wait for it forever.
-            await anyio.to_thread.run_sync(brain.close, abandon_on_cancel=True)
-            closed = True
-        if not closed:
-            log.warning("engine close timed out; committed work is in the WAL", db=str(brain.path))
+        await close_engine(context)
+
+
+async def close_engine(context: Context) -> None:
+    """Close the engine within the stop's bound; raise if the database file was lost.
+
+    Called once serving ended, by an error too: the close is bounded all the same.
+    """
+    brain, shutdown = context.brain, context.shutdown
+    shutdown.begin()
+    closed = False
+    with anyio.CancelScope(shield=True), anyio.move_on_after(shutdown.bound()):
+        # Abandoned on timeout: a worker thread stuck inside the engine holds
+        # its lock, and the close would wait for it forever.
+        await anyio.to_thread.run_sync(brain.close, abandon_on_cancel=True)
+        closed = True
+    if not closed:
+        log.warning("engine close timed out; committed work is in the WAL", db=str(brain.path))
     log.info("closed", db=str(brain.path), writes=context.writes, abandoned=shutdown.abandoned)
     if context.lost is not None:
         raise context.lost
@@ -260,8 +270,10 @@ WARM_UP_WAIT_S: Final = 0.5
 """Background work starts after the first answer, or this long after start without one."""
 
 
-async def _background_start(server: Server, context: Context, tg: anyio.abc.TaskGroup) -> None:
-    """Start the background work once the first request is answered (or after a wait).
+async def background_start(
+    answered: anyio.Event, context: Context, tg: anyio.abc.TaskGroup
+) -> None:
+    """Start the background work once the first request is ``answered`` (or after a wait).
 
     Its first steps import what a request may never need (the summarizer for a
     rebuild; numpy, the vector index and the embedding model for the queue) and
@@ -269,7 +281,7 @@ async def _background_start(server: Server, context: Context, tg: anyio.abc.Task
     (A daemon told which embedder to use started its embedder already.)
     """
     with anyio.move_on_after(WARM_UP_WAIT_S):
-        await server.answered.wait()
+        await answered.wait()
     if not context.brain.may_switch_embedder:
         tg.start_soon(context.embeddings.run)
     try:
@@ -280,8 +292,9 @@ async def _background_start(server: Server, context: Context, tg: anyio.abc.Task
         log.warning("looking for withheld summaries failed", error=repr(exc))
 
 
-async def _watch_signals(server: Server) -> None:
+async def watch_signals(stop: Callable[[str], None]) -> None:
+    """Call ``stop`` with the signal's name on each SIGTERM or SIGINT (until cancelled)."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             log.info("signal", signal=signal.Signals(signum).name)
-            server.stop(signal.Signals(signum).name)
+            stop(signal.Signals(signum).name)
