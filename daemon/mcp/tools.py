@@ -132,8 +132,10 @@ def _out(fields: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, An
     return {"type": "object", "properties": fields, "required": list(required)}
 
 
-_ANY_ID: Final = {"type": ["string", "null"]}
-_SCORE: Final = {"type": ["number", "null"]}
+# Nullable as anyOf branches of one type each: hosts that map schemas onto a
+# single-type dialect (Gemini's function declarations) reject a list of types.
+_ANY_ID: Final = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+_SCORE: Final = {"anyOf": [{"type": "number"}, {"type": "null"}]}
 _INT: Final = {"type": "integer"}
 _NUM: Final = {"type": "number"}
 _BOOL: Final = {"type": "boolean"}
@@ -306,7 +308,11 @@ _MESSAGE: Final = {
     "properties": {
         "role": {"type": "string", "enum": list(ROLES)},
         "content": {
-            "type": ["string", "array", "null"],
+            "anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"type": "object"}},
+                {"type": "null"},
+            ],
             "description": "Text, or a list of content blocks (text, tool_use, tool_result, ...).",
         },
         "id": _str("Your id for the message: sending it again is then a no-op."),
