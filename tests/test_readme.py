@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import orjson
 
 from daemon.config import OPTIONS, DaemonConfig
@@ -107,3 +109,39 @@ def test_the_host_guides_local_server_commands_take_their_options(tmp_path: Path
             [str(BRAIN), *argv[1:]], input=b"", capture_output=True, timeout=60, check=False
         )
         assert done.returncode == 0, (line, done.stderr.decode())
+
+
+def test_the_mcp_host_snippets_start_a_server_a_host_can_search(tmp_path: Path) -> None:
+    """The ``mcpServers`` entry (Claude Desktop, Claude Code) and OpenClaw's ``mcp.servers``
+    entry, run as written (the database moved under tmp), serve the SDK's stdio client:
+    it lists the tools, stores a message and finds it again."""
+    section = _section("## Using brain from an MCP host")
+    desktop, openclaw = (orjson.loads(block) for block in _blocks(section, "json"))
+    entries = [desktop["mcpServers"]["brain"], openclaw["mcp"]["servers"]["brain"]]
+    for i, entry in enumerate(entries):
+        assert entry["command"] == "brain"
+        args = [
+            a.replace("/home/me/.local/share/brain/brain.db", str(tmp_path / f"{i}.db"))
+            for a in entry["args"]
+        ]
+        env = {**os.environ, **entry.get("env", {})}
+        names, hits = anyio.run(_search_over_mcp, args, env)
+        assert "memory_grep" in names
+        assert hits == ["readme-1"]
+
+
+async def _search_over_mcp(args: list[str], env: dict[str, str]) -> tuple[list[str], list[str]]:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    server = StdioServerParameters(command=str(BRAIN), args=args, env=env)
+    with anyio.fail_after(60):
+        async with Client(server) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            note = {"id": "readme-1", "role": "user", "content": "The key is in vault/ci."}
+            # A pinned server drops the session named here and uses its own.
+            stored = await client.call_tool("memory_ingest", {"session": "s", "message": note})
+            assert not stored.is_error, stored.content
+            found = await client.call_tool("memory_grep", {"query": "vault"})
+            assert found.structured_content is not None
+            return names, [h["id"] for h in found.structured_content["hits"]]
