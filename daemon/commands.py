@@ -1,10 +1,10 @@
 """What each ``brain`` subcommand does once its command line is parsed (``daemon.cli``).
 
 ``serve`` runs the daemon, ``mcp`` the MCP server (``daemon.mcp``), ``call`` one
-request through the daemon's dispatcher, ``sync``, ``maintain``, ``bootstrap`` and ``doctor`` open the database in this
-process, and ``tools`` prints the tool definitions. Each takes the loaded
-configuration and the parsed arguments and returns the exit status. Tested
-through the ``brain`` command: tests/e2e/test_cli.py, test_doctor_cli.py,
+request through the daemon's dispatcher, ``sync``, ``maintain``, ``bootstrap`` and
+``doctor`` open the database in this process, and ``tools`` prints the tool
+definitions. Each takes the loaded configuration and the parsed arguments and
+returns the exit status. Tested through the ``brain`` command: tests/e2e/test_cli.py, test_doctor_cli.py,
 test_sync_daemon.py and the other end-to-end files run it as a subprocess.
 """
 

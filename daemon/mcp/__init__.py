@@ -13,4 +13,8 @@ Needs the ``mcp`` extra (``pip install 'brain-memory[mcp]'``): the official SDK.
 - ``app``: the SDK server holding all of it;
 - ``transport``: MCP frames over the daemon's own stdin source and stdout sink;
 - ``runner``: the process's life (engine, background work, signals, bounded stop).
+
+Tests: tests/e2e/test_mcp.py (the SDK's own stdio client against ``brain mcp``),
+tests/e2e/test_mcp_lifecycle.py (EOF, SIGTERM, kill -9, a shared database, over raw
+pipes) and tests/daemon/mcp/test_tools.py (how the pin scopes each tool).
 """
