@@ -4,8 +4,9 @@
 request through the daemon's dispatcher, ``sync``, ``maintain``, ``bootstrap`` and
 ``doctor`` open the database in this process, and ``tools`` prints the tool
 definitions. Each takes the loaded configuration and the parsed arguments and
-returns the exit status. Tested through the ``brain`` command: tests/e2e/test_cli.py, test_doctor_cli.py,
-test_sync_daemon.py and the other end-to-end files run it as a subprocess.
+returns the exit status. Tested through the ``brain`` command:
+tests/e2e/test_cli.py, test_doctor_cli.py, test_sync_daemon.py and the other
+end-to-end files run it as a subprocess.
 """
 
 from __future__ import annotations

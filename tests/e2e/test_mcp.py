@@ -41,7 +41,9 @@ async def brain_mcp(db: Path, *args: str, mode: str = "auto") -> AsyncIterator[C
     server = StdioServerParameters(
         command=str(BRAIN), args=["mcp", "--db", str(db), *args], env=dict(os.environ)
     )
-    with anyio.fail_after(DEADLINE):
+    # A bound on the whole session (each read has its own): a hang fails the test
+    # before pytest's own timeout would, and a loaded machine still has room.
+    with anyio.fail_after(3 * DEADLINE):
         async with Client(server, mode=mode, read_timeout_seconds=DEADLINE) as client:
             yield client
 
