@@ -210,7 +210,7 @@ def maintain(config: DaemonConfig, args: argparse.Namespace) -> int:
     report = _offline(
         config,
         "maintain",
-        lambda brain: brain.maintain(tasks, dry_run=args.dry_run, options=options),
+        lambda brain: brain.maintain(tasks, dry_run=args.dry_run, options=options, in_child=False),
     )
     if report is None:
         return 1

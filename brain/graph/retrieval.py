@@ -27,11 +27,10 @@ import orjson
 from brain.clock import now_iso
 from brain.errors import InvalidInput, NotFound
 from brain.graph.learning import Credit, credit
+from brain.graph.mirror import Graph, GraphState
 from brain.graph.nodes import (
     AUTHORITY_RANK,
     EdgeWrite,
-    Graph,
-    GraphState,
     NewNode,
     Node,
     bump_epoch,
@@ -324,38 +323,41 @@ def teach(
         if score >= CONNECT_MIN_SIMILARITY
     ]
     added: list[tuple[int, str, str, str, int | None]] = []
-    with store.transaction():
-        before = graph_epoch(store)
-        row_id, node_id, created = insert_node(store, new)
-        edges: list[EdgeWrite] = []
-        wrong: list[int] = []
-        if created:
-            added.append((row_id, node_id, new.kind, new.authority, None))
-            index.put(
-                store,
-                _pending_one(row_id, embedded_text),
-                np.asarray([vector], dtype=np.float32),
-            )
-            for node, score in neighbours[:CONNECT_K]:
-                if node == row_id:
-                    continue
-                edges.append(EdgeWrite(row_id, node, score / 2, "similar"))
-                edges.append(EdgeWrite(node, row_id, score / 2, "similar"))
-        edges += [EdgeWrite(row_id, n, LINK_WEIGHT, "link") for n in linked if n != row_id]
-        learned: Credit | None = None
-        if trace is not None:
-            wrong = [
-                n
-                for n, _ in trace.fired
-                if n != row_id and n not in linked and graph.authority.get(n) != "constitutional"
-            ]
-            edges += [EdgeWrite(row_id, n, INHIBIT_WEIGHT, "inhibits") for n in wrong]
-            learned = _credit(store, graph, trace, -1.0, extra=edges)
-            edges = _merge(edges, learned.edges)
-        edges = clamped(edges)
-        write_edges(store, edges)
-        after = bump_epoch(store)
-    graph.apply(before, after, nodes=added, edges=edges)
+    with graph.following():  # a reader that sees this epoch first waits for the swap
+        with store.transaction():
+            before = graph_epoch(store)
+            row_id, node_id, created = insert_node(store, new)
+            edges: list[EdgeWrite] = []
+            wrong: list[int] = []
+            if created:
+                added.append((row_id, node_id, new.kind, new.authority, None))
+                index.put(
+                    store,
+                    _pending_one(row_id, embedded_text),
+                    np.asarray([vector], dtype=np.float32),
+                )
+                for node, score in neighbours[:CONNECT_K]:
+                    if node == row_id:
+                        continue
+                    edges.append(EdgeWrite(row_id, node, score / 2, "similar"))
+                    edges.append(EdgeWrite(node, row_id, score / 2, "similar"))
+            edges += [EdgeWrite(row_id, n, LINK_WEIGHT, "link") for n in linked if n != row_id]
+            learned: Credit | None = None
+            if trace is not None:
+                wrong = [
+                    n
+                    for n, _ in trace.fired
+                    if n != row_id
+                    and n not in linked
+                    and graph.authority.get(n) != "constitutional"
+                ]
+                edges += [EdgeWrite(row_id, n, INHIBIT_WEIGHT, "inhibits") for n in wrong]
+                learned = _credit(store, graph, trace, -1.0, extra=edges)
+                edges = _merge(edges, learned.edges)
+            edges = clamped(edges)
+            write_edges(store, edges)
+            after = bump_epoch(store)
+        graph.apply(before, after, nodes=added, edges=edges)
     public = graph.public
     connected = [public.get(n, str(n)) for n, _ in neighbours[:CONNECT_K] if n != row_id]
     return TeachResult(
@@ -417,22 +419,23 @@ def learn(
     if not -1.0 <= outcome <= 1.0:
         raise InvalidInput("outcome", "must be between -1 and 1")
     graph.refresh(store)
-    with store.transaction():
-        trace = find_trace(store, trace_id, chat_id)
-        before = graph_epoch(store)
-        result = _credit(store, graph, trace, outcome)
-        if useful and result.advantage > 0:
-            result = replace(
-                result, edges=_merge(result.edges, _associate(graph, trace, useful, result))
+    with graph.following():  # a reader that sees this epoch first waits for the swap
+        with store.transaction():
+            trace = find_trace(store, trace_id, chat_id)
+            before = graph_epoch(store)
+            result = _credit(store, graph, trace, outcome)
+            if useful and result.advantage > 0:
+                result = replace(
+                    result, edges=_merge(result.edges, _associate(graph, trace, useful, result))
+                )
+            priors = _priors(graph, trace, useful)
+            store.executemany(
+                "UPDATE nodes SET prior = ? WHERE id = ?", [(p, n) for n, p in priors.items()]
             )
-        priors = _priors(graph, trace, useful)
-        store.executemany(
-            "UPDATE nodes SET prior = ? WHERE id = ?", [(p, n) for n, p in priors.items()]
-        )
-        write_edges(store, result.edges)
-        mark_learned(store, trace.row_id, outcome)
-        after = bump_epoch(store)
-    graph.apply(before, after, edges=result.edges, priors=priors)
+            write_edges(store, result.edges)
+            mark_learned(store, trace.row_id, outcome)
+            after = bump_epoch(store)
+        graph.apply(before, after, edges=result.edges, priors=priors)
     return LearnResult(trace.id, len(result.edges), result.advantage, result.baseline)
 
 

@@ -1,7 +1,7 @@
 """The engine's graph operations: query, teach, learn, trace, sync, maintain, health.
 
 One ``GraphService`` per open database holds the in-memory mirror of the graph
-(``brain.graph.nodes.Graph``, built on first use) and runs each operation on the
+(``brain.graph.mirror.Graph``, built on first use) and runs each operation on the
 connection it needs: queries and traces on a read connection, teach and learn under
 the write lock, sync file by file under it, maintain and health on a connection of
 their own. Embedding always happens outside the lock (a provider may be slow).
@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brain.errors import InvalidInput, NotFound
+from brain.errors import DatabaseFileLost, InvalidInput, NotFound
 from brain.progress import Progress, ignore
 from brain.store.access import Access
 from brain.store.connection import Store
@@ -27,7 +27,8 @@ from brain.vectors.embedding import Embedding
 
 if TYPE_CHECKING:
     from brain.graph.maintain import Health, MaintainOptions, MaintainReport
-    from brain.graph.nodes import Graph, NewNode
+    from brain.graph.mirror import Graph
+    from brain.graph.nodes import NewNode
     from brain.graph.retrieval import LearnResult, QueryResult, TeachResult
     from brain.graph.sync import SyncIndexed, SyncReport
     from brain.graph.traverse import TraverseOptions
@@ -54,7 +55,7 @@ class GraphService:
         if self._built is None:
             with self._building:
                 if self._built is None:
-                    from brain.graph.nodes import Graph
+                    from brain.graph.mirror import Graph
 
                     self._built = Graph()
         return self._built
@@ -247,33 +248,56 @@ class GraphService:
         dry_run: bool = False,
         options: MaintainOptions | None = None,
         progress: Progress = ignore,
+        in_child: bool = True,
     ) -> MaintainReport:
         """Run the graph's slow loop (``brain.graph.maintain``); ``dry_run`` writes nothing.
 
-        It runs on a connection of its own and never takes the engine's lock:
-        reading the snapshot and planning (seconds at 100k nodes) need no lock,
-        and each chunk of writes is a short transaction that other requests'
-        writes wait for at most once (SQLite's write lock, as for ``brain
-        maintain`` in another process). Every chunk bumps the graph epoch, so
-        the mirror reloads before the next query after it; it is also marked
-        stale at the end. The graph's vector index reloads by itself when
-        maintenance deleted vectors (their epoch moved).
+        It never takes the engine's lock: reading the snapshot and planning
+        (seconds at 100k nodes) need none, and each chunk of writes is a short
+        transaction that other requests' writes wait for at most once (SQLite's
+        write lock, as for ``brain maintain`` in another process). With
+        ``in_child`` (the default) it runs in a child process, so its planning
+        does not hold this process's interpreter lock either (``brain maintain``,
+        a process of its own already, runs it here). Either way the mirror
+        follows each committed chunk instead of reloading the whole graph. The
+        graph's vector index reloads by itself when maintenance deleted vectors
+        (their epoch moved).
         """
         from brain.graph.maintain import TASKS, maintain
+        from brain.graph.maintain.options import check_tasks
 
-        try:
+        tasks = TASKS if tasks is None else tasks
+        check_tasks(tasks)
+        graph = self.mirror
+        if not in_child:
             with self._access.side() as store:
                 return maintain(
-                    store,
-                    None,
-                    TASKS if tasks is None else tasks,
-                    dry_run=dry_run,
-                    options=options,
-                    progress=progress,
+                    store, graph, tasks, dry_run=dry_run, options=options, progress=progress
                 )
-        finally:
-            with self._access.lock:
-                self.forget()
+        from brain.graph.maintain.child import maintain_in_child
+        from brain.graph.maintain.snapshot import FULL_COLLECTIONS
+
+        with self._access.lock:  # the write connection's file: the one the child must open
+            if self._access.store.lost:
+                raise DatabaseFileLost()
+            identity = self._access.store.identity
+        # The steps and the states made from them are many objects: no full collection
+        # walks them all (and every other thread with them) while the run goes on.
+        with graph.following(), FULL_COLLECTIONS.held_off():
+            report = maintain_in_child(
+                self._access.path,
+                self._access.config,
+                identity,
+                tasks,
+                dry_run=dry_run,
+                options=options,
+                progress=progress,
+                # Applied as they arrive, in the pump thread: a state costs the rows it
+                # changes, and readers rarely find the mirror behind.
+                on_commit=graph.advance,
+            )
+            graph.advance([])  # any step still held, now
+            return report
 
     def health(self) -> Health:
         """The retrieval graph's shape now (``brain.graph.maintain.health``).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,56 @@ def test_a_daemon_with_recall_shadow_keeps_its_traces_within_the_configured_coun
     assert daemon.call(5, "trace", {"trace_id": traces[-5]})["error"]["code"] == -32001
     code, _ = daemon.finish()
     assert code == 0
+
+
+def test_a_teach_sent_during_a_maintain_is_found_by_the_next_query(
+    db_path: Path, spawn: Spawn
+) -> None:
+    _big_graph(db_path, nodes=6_000, fanout=10)
+    daemon = spawn(serve_argv(db_path, "--embedder", "hash"))
+    daemon.send(encode_frame({"id": 2, "method": "maintain", "params": {}, "progress": True}))
+    assert daemon.frame().get("method") == "progress"  # maintain has started
+    daemon.send(request_frame(3, "teach", {"content": "zebra crossings need a guard"}))
+    seen: list[dict[str, Any]] = []
+    while not any(f.get("id") == 3 for f in seen):
+        seen.append(daemon.frame())
+    taught = next(f for f in seen if f.get("id") == 3)["result"]["node_id"]
+    daemon.send(request_frame(4, "query", {"query": "zebra crossings need a guard"}))
+    while not all(any(f.get("id") == i for f in seen) for i in (2, 4)):
+        seen.append(daemon.frame())
+    assert taught in next(f for f in seen if f.get("id") == 4)["result"]["fired_nodes"]
+    assert next(f for f in seen if f.get("id") == 2)["result"]["tasks"]["decay"]["decayed"]
+    after = daemon.call(5, "query", {"query": "zebra crossings need a guard"})["result"]
+    assert taught in after["fired_nodes"]
+    assert daemon.call(6, "info")["result"]["nodes"] == 6_001
+    code, _ = daemon.finish()
+    assert code == 0
+
+
+def _maintenance_processes(db_path: Path) -> list[int]:
+    """Processes running maintenance on ``db_path`` (the child names it on its command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"brain.graph.maintain.child" in command and str(db_path).encode() in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_daemon_killed_during_a_maintain_leaves_no_maintenance_process_behind(
+    db_path: Path, spawn: Spawn
+) -> None:
+    _big_graph(db_path, nodes=6_000, fanout=10)
+    daemon = spawn(serve_argv(db_path, "--embedder", "hash"))
+    daemon.send(encode_frame({"id": 2, "method": "maintain", "params": {}, "progress": True}))
+    assert daemon.frame().get("method") == "progress"  # the child is at work
+    assert _maintenance_processes(db_path)
+    daemon.kill()
+    deadline = time.monotonic() + DEADLINE
+    while _maintenance_processes(db_path) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the child sees its stdin close and exits
+    assert _maintenance_processes(db_path) == []
+    assert integrity(db_path) == [("ok",)]

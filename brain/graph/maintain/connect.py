@@ -14,7 +14,7 @@ from brain.clock import iso
 from brain.graph.maintain.options import MaintainOptions
 from brain.graph.maintain.rows import node_vectors
 from brain.graph.maintain.snapshot import LEARNING_KINDS, Edge, Snapshot
-from brain.graph.maintain.writer import Write, Writer
+from brain.graph.maintain.writer import Effect, Write, Writer
 from brain.graph.nodes import clamp_weight
 
 __all__ = ["connect"]
@@ -53,6 +53,7 @@ def connect(
     chunk_matrix = np.stack([vectors[c] for c in chunk_ids])
     stamp = iso(now)
     writes: list[Write] = []
+    effects: list[Effect] = []
     linked = 0
     for start in range(0, len(lonely_ids), 512):
         block = lonely_ids[start : start + 512]
@@ -77,6 +78,7 @@ def connect(
                             (*pair, weight, stamp, *pair),
                         )
                     )
+                    effects.append(("edge", *pair, weight))
                     snap.put(*pair, Edge(weight, "similar", stamp))
-    edges = writer.run(writes)
+    edges = writer.run(writes, effects=effects)
     return {"nodes": linked, "edges": edges}

@@ -11,7 +11,7 @@ from typing import Any
 from brain.clock import iso, parse
 from brain.graph.maintain.options import MaintainOptions
 from brain.graph.maintain.snapshot import Edge, Snapshot
-from brain.graph.maintain.writer import Write, Writer
+from brain.graph.maintain.writer import Effect, Write, Writer
 
 __all__ = ["decay"]
 
@@ -29,6 +29,7 @@ def decay(
     half_life = options.half_life_days * 86_400.0
     stamp = iso(now)
     writes: list[Write] = []
+    effects: list[Effect] = []
     protected = 0
     for (source, target), edge in list(snap.edges.items()):
         if snap.touches_constitutional(source, target):
@@ -51,6 +52,7 @@ def decay(
                 (weight, stamp, source, target, edge.updated_at),
             )
         )
+        effects.append(("edge", source, target, weight))
         snap.edges[(source, target)] = Edge(weight, edge.kind, stamp)
-    changed = writer.run(writes)
+    changed = writer.run(writes, effects=effects)
     return {"decayed": changed, "skipped": len(writes) - changed, "protected": protected}

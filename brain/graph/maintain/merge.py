@@ -17,6 +17,7 @@ from brain.graph.maintain.options import MaintainOptions
 from brain.graph.maintain.rows import delete_node, node_vectors
 from brain.graph.maintain.snapshot import LEARNING_KINDS, Edge, Node, Snapshot
 from brain.graph.maintain.writer import Writer
+from brain.graph.mirror import GraphDelta
 from brain.graph.nodes import clamp_weight
 from brain.store.connection import Store
 from brain.vectors.writes import enqueue
@@ -138,7 +139,7 @@ def merge(
                 alive = store.scalar("SELECT count(*) FROM nodes WHERE id IN (?, ?)", (gone, kept))
                 if int(alive) != 2:  # deleted meanwhile by another process
                     continue
-                _merge_rows(store, gone, kept, gone in cofire, stamp)
+                _merge_rows(store, gone, kept, gone in cofire, stamp, writer.delta)
             merged.append(snap.nodes[gone].node_id)
             _merge_snapshot(snap, gone, kept, stamp)
             done += 1
@@ -173,7 +174,9 @@ def _merge_snapshot(snap: Snapshot, gone: int, kept: int, stamp: str) -> None:
     snap.drop_node(gone)
 
 
-def _merge_rows(store: Store, gone: int, kept: int, append_text: bool, stamp: str) -> None:
+def _merge_rows(
+    store: Store, gone: int, kept: int, append_text: bool, stamp: str, delta: GraphDelta
+) -> None:
     """Rewire, record and delete in the open transaction (reading the rows fresh)."""
     for direction in ("out", "in"):
         mine, other = ("source", "target") if direction == "out" else ("target", "source")
@@ -195,6 +198,7 @@ def _merge_rows(store: Store, gone: int, kept: int, append_text: bool, stamp: st
                 "weight = excluded.weight, updated_at = excluded.updated_at",
                 (*pair, combined, kind if old is None else old[1], stamp),
             )
+            delta.set_edge(*pair, combined)
     row = store.one(
         "SELECT g.node_id, g.content, g.fire_count, g.last_fired_at, k.metadata "
         "FROM nodes g, nodes k WHERE g.id = ? AND k.id = ?",
@@ -215,3 +219,4 @@ def _merge_rows(store: Store, gone: int, kept: int, append_text: bool, stamp: st
         )
         enqueue(store, "node", [kept])
     delete_node(store, gone)
+    delta.drop_node(gone)

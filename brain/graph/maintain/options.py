@@ -6,16 +6,24 @@ Tested in tests/brain/graph/maintain/test_options.py.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from brain.errors import InvalidInput
 
-__all__ = ["TASKS", "MaintainOptions"]
+__all__ = ["TASKS", "MaintainOptions", "check_tasks"]
 
 
 TASKS: Final[tuple[str, ...]] = ("health", "decay", "merge", "prune", "connect", "scale")
 """Every task, in the order ``maintain`` runs them (``health`` only measures)."""
+
+
+def check_tasks(tasks: Sequence[str]) -> None:
+    """Refuse (InvalidInput) task names ``maintain`` does not know."""
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise InvalidInput("tasks", f"unknown {', '.join(unknown)}; known: {', '.join(TASKS)}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from brain.clock import iso
 from brain.graph.maintain.options import MaintainOptions
 from brain.graph.maintain.rows import delete_node
 from brain.graph.maintain.snapshot import LEARNING_KINDS, Node, Snapshot
-from brain.graph.maintain.writer import Write, Writer
+from brain.graph.maintain.writer import Effect, Write, Writer
 from brain.graph.traces import expired_traces
 from brain.store.connection import Store
 
@@ -34,6 +34,7 @@ def prune(
     go too.
     """
     edge_writes: list[Write] = []
+    effects: list[Effect] = []
     protected = 0
     for (source, target), edge in list(snap.edges.items()):
         if abs(edge.weight) >= options.prune_below:
@@ -47,8 +48,9 @@ def prune(
                 (source, target, edge.updated_at),
             )
         )
+        effects.append(("drop", source, target, 0.0))
         snap.drop(source, target)
-    edges = writer.run(edge_writes)
+    edges = writer.run(edge_writes, effects=effects)
     cutoff = iso(now - timedelta(days=options.orphan_days))
     orphans = [
         node
@@ -67,6 +69,7 @@ def prune(
             if not still:
                 return 0
             delete_node(writer.store, node.row_id)
+            writer.delta.drop_node(node.row_id)
         snap.drop_node(node.row_id)
         return 1
 

@@ -6,23 +6,23 @@ nodes, the engine).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from brain.errors import InvalidInput
 from brain.graph.maintain.connect import connect
 from brain.graph.maintain.decay import decay
 from brain.graph.maintain.measure import Health, health, measure
 from brain.graph.maintain.merge import merge
-from brain.graph.maintain.options import TASKS, MaintainOptions
+from brain.graph.maintain.options import TASKS, MaintainOptions, check_tasks
 from brain.graph.maintain.prune import prune
 from brain.graph.maintain.scale import scale
 from brain.graph.maintain.snapshot import FULL_COLLECTIONS, Snapshot
 from brain.graph.maintain.writer import Writer
-from brain.graph.nodes import Graph
+from brain.graph.mirror import Graph, Step
 from brain.progress import Progress, ignore
 from brain.store.connection import Store
 
@@ -63,49 +63,58 @@ def maintain(
     options: MaintainOptions | None = None,
     now: datetime | None = None,
     progress: Progress = ignore,
+    on_commit: Callable[[Step], None] | None = None,
 ) -> MaintainReport:
     """Run ``tasks`` (always in ``TASKS`` order); ``dry_run`` reports without writing.
 
     ``progress`` hears each task as it starts (done = tasks finished), then "done".
 
-    ``graph`` (this process's mirror) is marked stale afterwards; other
-    processes' mirrors reload on their own, since every chunk bumps the epoch.
+    ``graph`` (this process's mirror) follows every committed chunk (``Graph.advance``),
+    and ``on_commit`` hears each one too (a child process sends them to its parent's
+    mirror); other processes' mirrors reload, since every chunk bumps the epoch.
     """
-    unknown = [t for t in tasks if t not in TASKS]
-    if unknown:
-        raise InvalidInput("tasks", f"unknown {', '.join(unknown)}; known: {', '.join(TASKS)}")
+    check_tasks(tasks)
     options = options or MaintainOptions()
-    with FULL_COLLECTIONS.held_off():
-        return _run(store, graph, tasks, dry_run, options, now or datetime.now(UTC), progress)
+    hear = on_commit
+    if graph is not None:
+        follow = graph
+
+        def hear(step: Step) -> None:
+            follow.advance([step], now=False)  # applied by the first reader that needs it
+            if on_commit is not None:
+                on_commit(step)
+
+    following = graph.following() if graph is not None else contextlib.nullcontext()
+    try:
+        with FULL_COLLECTIONS.held_off(), following:
+            return _run(store, tasks, dry_run, options, now or datetime.now(UTC), progress, hear)
+    finally:
+        if graph is not None:
+            graph.advance([])  # the steps no reader needed yet, now
 
 
 def _run(
     store: Store,
-    graph: Graph | None,
     tasks: Sequence[str],
     dry_run: bool,
     options: MaintainOptions,
     moment: datetime,
     progress: Progress,
+    on_commit: Callable[[Step], None] | None,
 ) -> MaintainReport:
     started = time.perf_counter()
     snap = Snapshot.load(store)
     before = measure(snap)
-    writer = Writer(store, options.chunk, dry_run)
+    writer = Writer(store, options.chunk, dry_run, on_commit)
     reports: dict[str, dict[str, Any]] = {}
-    try:
-        wanted = [name for name in TASKS if name in tasks and name in _RUNNERS]
-        for name in TASKS:
-            if name in tasks and name in _RUNNERS:
-                progress(len(reports), len(wanted), name)
-                task_started = time.perf_counter()
-                report = _RUNNERS[name](snap, writer, options, moment)
-                report["took_ms"] = round((time.perf_counter() - task_started) * 1000, 3)
-                reports[name] = report
-        progress(len(reports), len(wanted), "done")
-    finally:
-        if graph is not None:
-            graph.invalidate()
+    wanted = [name for name in TASKS if name in tasks and name in _RUNNERS]
+    for name in wanted:
+        progress(len(reports), len(wanted), name)
+        task_started = time.perf_counter()
+        report = _RUNNERS[name](snap, writer, options, moment)
+        report["took_ms"] = round((time.perf_counter() - task_started) * 1000, 3)
+        reports[name] = report
+    progress(len(reports), len(wanted), "done")
     # A real run measures what was stored (a row changed meanwhile was skipped).
     after = measure(snap) if dry_run else health(store)
     return MaintainReport(

@@ -11,7 +11,7 @@ from typing import Any
 from brain.clock import iso
 from brain.graph.maintain.options import MaintainOptions
 from brain.graph.maintain.snapshot import Edge, Snapshot
-from brain.graph.maintain.writer import Write, Writer
+from brain.graph.maintain.writer import Effect, Write, Writer
 
 __all__ = ["scale"]
 
@@ -27,6 +27,7 @@ def scale(
     """
     stamp = iso(now)
     writes: list[Write] = []
+    effects: list[Effect] = []
     nodes = 0
     for source, targets in snap.out.items():
         if snap.constitutional(source):
@@ -49,6 +50,7 @@ def scale(
                     (edge.weight * factor, stamp, source, target, edge.updated_at),
                 )
             )
+            effects.append(("edge", source, target, edge.weight * factor))
             snap.edges[(source, target)] = Edge(edge.weight * factor, edge.kind, stamp)
-    changed = writer.run(writes)
+    changed = writer.run(writes, effects=effects)
     return {"nodes": nodes, "edges": changed, "skipped": len(writes) - changed}

@@ -11,7 +11,8 @@ import apsw
 import pytest
 
 from brain import Brain, BrainConfig, MessageIn, open_store
-from brain.graph.nodes import EdgeWrite, Graph, NewNode
+from brain.graph.mirror import Graph
+from brain.graph.nodes import EdgeWrite, NewNode
 from brain.lcm.assemble import AssembleOptions
 from brain.recall.search import GrepOptions
 from brain.store.connection import Store

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from brain import Store
+from brain.graph.mirror import Graph, GraphState
 from brain.graph.nodes import NewNode, insert_node
 
 DIM = 8
@@ -106,3 +107,30 @@ def mixed(g: G) -> None:
     g.edge("b", "c", 0.3, at=old)
     g.edge("c", "a", 0.2, at=T0 - 20 * DAY)
     g.edge("k", "a", 0.9, at=old)
+
+
+def mirror_maps(state: GraphState) -> tuple[object, ...]:
+    """Everything a mirror state holds but its epoch (to compare with a fresh load)."""
+    return (
+        state.out,
+        state.inc,
+        state.kind,
+        state.authority,
+        state.public,
+        state.by_public,
+        state.by_summary,
+        state.prior,
+    )
+
+
+def count_loads(graph: Graph) -> list[int]:
+    """Every reload of ``graph`` from the tables from now on, by epoch (wraps its loader)."""
+    loads: list[int] = []
+    load = graph._load
+
+    def counted(store: Store, epoch: int) -> GraphState:
+        loads.append(epoch)
+        return load(store, epoch)
+
+    graph._load = counted  # type: ignore[method-assign]
+    return loads

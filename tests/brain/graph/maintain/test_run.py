@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,19 @@ from hypothesis import strategies as st
 
 from brain import Brain, BrainConfig, open_store
 from brain.graph.maintain import MaintainOptions, maintain
-from brain.graph.nodes import Graph, NewNode, graph_epoch, insert_node
+from brain.graph.mirror import Graph
+from brain.graph.nodes import NewNode, graph_epoch, insert_node
 from brain.vectors.embedders import HashEmbedder
-from tests.brain.graph.maintain.helpers import DAY, T0, G, dump, iso_at, mixed
+from tests.brain.graph.maintain.helpers import (
+    DAY,
+    T0,
+    G,
+    count_loads,
+    dump,
+    iso_at,
+    mirror_maps,
+    mixed,
+)
 
 
 def test_a_dry_run_writes_nothing_and_reports_what_a_run_does(g: G) -> None:
@@ -197,3 +208,66 @@ def test_no_full_garbage_collection_starts_while_a_run_holds_its_snapshot(db_pat
         assert gc.get_threshold() == threshold  # the process's setting is back
     finally:
         store.close()
+
+
+_RULES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+
+
+def _taught_graph(brain: Brain) -> None:
+    """Taught nodes linked to their neighbours, one near-duplicate, edges of two ages."""
+    for i, word in enumerate(_RULES * 3):
+        brain.teach(NewNode("teaching", f"release rule {i}: {word} checks before the deploy"))
+    brain.teach(NewNode("teaching", "release rule 0: alpha checks before the deploy!"))
+    now = datetime.now(UTC)
+    with brain.store.transaction():  # before the mirror loads: no epoch needed
+        brain.store.execute(
+            "UPDATE edges SET updated_at = CASE WHEN source % 2 = 0 THEN ? ELSE ? END",
+            (iso_at(now - 60 * DAY), iso_at(now - 10 * DAY)),
+        )
+
+
+@pytest.mark.parametrize("in_child", [True, False], ids=["child process", "in process"])
+def test_queries_and_a_teach_during_maintain_follow_its_chunks_without_reloading_the_mirror(
+    db_path: Path, in_child: bool
+) -> None:
+    brain = Brain(db_path)
+    brain.embedder = HashEmbedder(64)
+    try:
+        _taught_graph(brain)
+        brain.query("release rule alpha", record=False)  # loads the mirror
+        loads = count_loads(brain._graph.mirror)
+        during: list[list[str]] = []
+        taught: list[str] = []
+
+        def progress(done: int, total: int | None, phase: str) -> None:
+            if phase == "prune":  # decay's and merge's chunks are committed
+                during.append([f.id for f in brain.query("release rule", record=False).fired])
+                taught.append(
+                    brain.teach(NewNode("teaching", "zebra crossings need a guard")).node_id
+                )
+                found = brain.query("zebra crossings need a guard", record=False)
+                during.append([f.id for f in found.fired])
+
+        report = brain.maintain(
+            options=MaintainOptions(chunk=5, merge_similarity=0.9),
+            progress=progress,
+            in_child=in_child,
+        )
+        assert report.tasks["decay"]["decayed"] > 5 * 3  # many chunks, each a new epoch
+        assert report.tasks["merge"]["merged"] >= 1
+        assert report.tasks["prune"]["edges"] > 0
+        assert during[0]  # answered during the run
+        assert taught[0] in during[1]  # the teach is visible to the next query
+        after = brain.query("zebra crossings need a guard", record=False)
+        assert taught[0] in [f.id for f in after.fired]
+        assert loads == []  # every chunk and the teach were applied, never reloaded
+        mirror = brain._graph.mirror.snapshot()
+        side = open_store(db_path)
+        try:
+            fresh = Graph().refresh(side)
+        finally:
+            side.close()
+        assert mirror.epoch == fresh.epoch
+        assert mirror_maps(mirror) == mirror_maps(fresh)
+    finally:
+        brain.close()

@@ -1,0 +1,196 @@
+"""The hot mirror: committed steps move it forward, readers never see half of one, and it
+reloads from the tables only when a write it was not told about moved the epoch."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brain import Store, open_store
+from brain.graph.mirror import HISTORY, Graph, GraphDelta, GraphState, Step
+from brain.graph.nodes import NewNode, bump_epoch, graph_epoch, insert_node
+from tests.brain.graph.maintain.helpers import count_loads, mirror_maps
+
+WAIT_S = 30.0
+
+
+@pytest.fixture
+def two(db_path: Path) -> Iterator[tuple[Store, Store]]:
+    """A writer's and a reader's connection to one database."""
+    writer = open_store(db_path)
+    reader = open_store(db_path)
+    try:
+        yield writer, reader
+    finally:
+        reader.close()
+        writer.close()
+
+
+def _nodes(store: Store, n: int) -> list[int]:
+    with store.transaction():
+        rows = [insert_node(store, NewNode("teaching", f"n{i}"), embed=False)[0] for i in range(n)]
+        bump_epoch(store)
+    return rows
+
+
+def _write_edge(store: Store, source: int, target: int, weight: float) -> Step:
+    """Store an edge in its own transaction; the step it made."""
+    with store.transaction():
+        store.execute(
+            "INSERT INTO edges (source, target, weight, kind, updated_at) "
+            "VALUES (?, ?, ?, 'learned', '2025-01-01T00:00:00.000Z') "
+            "ON CONFLICT (source, target) DO UPDATE SET weight = excluded.weight",
+            (source, target, weight),
+        )
+        after = bump_epoch(store)
+    delta = GraphDelta()
+    delta.set_edge(source, target, weight)
+    return Step(after - 1, after, delta)
+
+
+def test_a_step_that_arrives_before_the_one_it_follows_waits_and_both_land_in_one_swap(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b, c = _nodes(writer, 3)
+    graph = Graph()
+    start = graph.refresh(reader)
+    first = _write_edge(writer, a, b, 0.5)
+    second = _write_edge(writer, b, c, 0.25)
+    with graph.following():
+        assert not graph.advance([second])  # a teach that committed right after a chunk
+        assert graph.snapshot() is start
+        assert graph.advance([first])
+    state = graph.snapshot()
+    assert state.epoch == second.after
+    assert state.out == {a: {b: 0.5}, b: {c: 0.25}}
+    assert start.out == {}  # the state a reader held is as it was
+
+
+def test_a_reader_a_step_ahead_waits_for_the_following_writer_instead_of_reloading(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b = _nodes(writer, 2)
+    graph = Graph()
+    graph.refresh(reader)
+    loads = count_loads(graph)
+    got: list[GraphState] = []
+    with graph.following():
+        step = _write_edge(writer, a, b, 0.5)  # committed; its step not yet applied
+        thread = threading.Thread(target=lambda: got.append(graph.refresh(reader)))
+        thread.start()
+        graph.advance([step])
+        thread.join(WAIT_S)
+    assert loads == []
+    assert got[0].epoch == step.after
+    assert got[0].out == {a: {b: 0.5}}
+
+
+def test_a_write_of_another_process_still_makes_the_mirror_reload(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b = _nodes(writer, 2)
+    graph = Graph()
+    graph.refresh(reader)
+    loads = count_loads(graph)
+    step = _write_edge(writer, a, b, 0.5)  # nobody tells the mirror
+    state = graph.refresh(reader)
+    assert loads == [step.after]
+    assert state.out == {a: {b: 0.5}}
+
+
+def test_a_reader_whose_snapshot_is_older_than_the_mirror_gets_that_state_without_a_reload(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b = _nodes(writer, 2)
+    graph = Graph()
+    start = graph.refresh(reader)
+    loads = count_loads(graph)
+    reader.execute("BEGIN")  # a read transaction: its snapshot begins before the write
+    try:
+        assert graph_epoch(reader) == start.epoch
+        step = _write_edge(writer, a, b, 0.5)
+        assert graph.advance([step])
+        assert graph.refresh(reader) is start
+    finally:
+        reader.execute("ROLLBACK")
+    assert loads == []
+    assert graph.snapshot().epoch == step.after  # the mirror did not go back
+
+
+def test_a_dropped_node_and_edge_leave_the_mirror_as_a_fresh_load_finds_the_tables(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b, c, d = _nodes(writer, 4)
+    for source, target in ((a, b), (b, a), (b, c), (c, b), (c, d), (d, a)):
+        _write_edge(writer, source, target, 0.5)
+    graph = Graph()
+    graph.refresh(reader)
+    with writer.transaction():
+        writer.execute("DELETE FROM edges WHERE source = ? AND target = ?", (c, d))
+        writer.execute("DELETE FROM edges WHERE source = ? OR target = ?", (b, b))
+        writer.execute("DELETE FROM nodes WHERE id = ?", (b,))
+        writer.execute("UPDATE nodes SET prior = 0.3 WHERE id = ?", (a,))
+        after = bump_epoch(writer)
+    delta = GraphDelta()
+    delta.drop_edge(c, d)
+    delta.drop_node(b)
+    delta.set_prior(a, 0.3)
+    assert graph.advance([Step(after - 1, after, delta)])
+    fresh = Graph().refresh(reader)
+    assert fresh.epoch == graph.snapshot().epoch
+    assert mirror_maps(graph.snapshot()) == mirror_maps(fresh)
+
+
+def test_held_steps_are_applied_by_the_first_reader_that_needs_them_up_to_its_snapshot(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b, c = _nodes(writer, 3)
+    graph = Graph()
+    start = graph.refresh(reader)
+    loads = count_loads(graph)
+    with graph.following():
+        first = _write_edge(writer, a, b, 0.5)
+        reader.execute("BEGIN")  # a reader whose snapshot has the first step only
+        try:
+            assert graph_epoch(reader) == first.after
+            second = _write_edge(writer, b, c, 0.25)
+            assert not graph.advance([first, second], now=False)  # held, not applied
+            assert graph.snapshot() is start
+            mid = graph.refresh(reader)
+        finally:
+            reader.execute("ROLLBACK")
+        assert mid.epoch == first.after
+        assert mid.out == {a: {b: 0.5}}
+        assert graph.refresh(reader).out == {a: {b: 0.5}, b: {c: 0.25}}
+    assert loads == []
+
+
+def test_a_reader_older_than_every_state_kept_gets_the_newest_whole_state_not_a_reload(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    rows = _nodes(writer, HISTORY + 3)
+    graph = Graph()
+    start = graph.refresh(reader)
+    loads = count_loads(graph)
+    reader.execute("BEGIN")
+    try:
+        assert graph_epoch(reader) == start.epoch
+        for source, target in itertools.pairwise(rows):
+            assert graph.advance([_write_edge(writer, source, target, 0.5)])
+        state = graph.refresh(reader)
+    finally:
+        reader.execute("ROLLBACK")
+    assert loads == []
+    assert state is graph.snapshot()
+    assert state.epoch == graph_epoch(reader)
