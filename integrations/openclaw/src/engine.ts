@@ -1,0 +1,314 @@
+/**
+ * The context engine: OpenClaw's lifecycle hooks mapped onto brain's methods.
+ *
+ * brain is the store of record for what the model sees: `commitTurn` stores
+ * each accepted turn (ids from its advancement key, so a retried turn is a
+ * duplicate), `assemble` asks brain for the context under the budget (never
+ * from the host's `messages`, which may hold this engine's own earlier
+ * injections), `compact` folds history into summaries. On the turn's path a
+ * brain that is slow or gone never holds the host past `deadlineMs`.
+ */
+import { createHash } from "node:crypto";
+
+import type { OpenClawPluginApi } from "openclaw/plugin-sdk/plugin-entry";
+
+import { BrainClient, BrainError, type Logger } from "./client.js";
+import type { BrainPluginConfig } from "./config.js";
+import {
+  fromAssembled,
+  toBrain,
+  type AgentMessage,
+  type AssistantDefaults,
+  type BrainMessage,
+} from "./convert.js";
+import type { SubagentGrants } from "./grants.js";
+
+type Factory = Parameters<OpenClawPluginApi["registerContextEngine"]>[1];
+/** OpenClaw's ContextEngine interface, as the installed SDK declares it. */
+export type ContextEngine = Awaited<ReturnType<Factory>>;
+type HostMessage = Parameters<ContextEngine["ingest"]>[0]["message"];
+type SessionTarget = NonNullable<Parameters<NonNullable<ContextEngine["bootstrap"]>>[0]["sessionTarget"]>;
+
+/** The engine id (also the plugin id): `plugins.slots.contextEngine: "brain"`. */
+export const ENGINE_ID = "brain";
+export const VERSION = "0.1.0";
+
+/** One entry of OpenClaw's visible transcript (`readSessionTranscriptVisibleMessageDelta`). */
+export interface TranscriptEntry {
+  entryId: string;
+  message: AgentMessage;
+}
+
+/** Reads a session's history before the current turn, oldest first, in pages. */
+export type HistoryReader = (target: {
+  agentId?: string;
+  sessionId: string;
+  sessionKey?: string;
+  storePath?: string;
+}) => AsyncIterable<TranscriptEntry[]>;
+
+/** What the engine needs from the plugin. */
+export interface EngineDeps {
+  client: BrainClient;
+  config: BrainPluginConfig;
+  log: Logger;
+  grants: SubagentGrants;
+  readHistory: HistoryReader;
+}
+
+const BATCH = 500;
+const NOT_FOUND = -32001;
+let lastMaintain = 0;
+
+function asAgent(message: HostMessage): AgentMessage {
+  return message as unknown as AgentMessage;
+}
+
+function contentId(message: AgentMessage): string {
+  // A message given to ingest has no id of its own: one derived from its
+  // content (timestamp included) makes a replay a duplicate, not a copy.
+  const hash = createHash("sha256").update(JSON.stringify(message)).digest("hex");
+  return `oc-${hash.slice(0, 32)}`;
+}
+
+function estimate(messages: unknown[]): number {
+  return Math.ceil(JSON.stringify(messages).length / 4);
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The model fields of the newest assistant message the host has, for assembled ones. */
+function assistantDefaults(messages: HostMessage[], model: string | undefined): AssistantDefaults {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as unknown as Record<string, unknown>;
+    if (m.role === "assistant" && typeof m.api === "string" && typeof m.provider === "string") {
+      return { api: m.api, provider: m.provider, model: String(m.model ?? model ?? "") };
+    }
+  }
+  return { api: "openai-completions", provider: "brain", model: model ?? "unknown" };
+}
+
+/** A context engine over `deps.client`; it holds a reference on the child until disposed. */
+export function createEngine(deps: EngineDeps): ContextEngine {
+  const { client, config, log, grants } = deps;
+  client.acquire();
+  let disposed = false;
+
+  async function ingest(session: string, key: string | undefined, messages: BrainMessage[]) {
+    let ingested = 0;
+    for (let i = 0; i < messages.length; i += BATCH) {
+      const params: Record<string, unknown> = {
+        session,
+        messages: messages.slice(i, i + BATCH),
+      };
+      if (key) params.session_key = key;
+      const result = await client.call<{ ingested: number }>("ingest", params, {
+        deadlineMs: config.deadlineMs,
+        idempotent: true,
+      });
+      ingested += result.ingested;
+    }
+    return ingested;
+  }
+
+  async function holdsSession(session: string): Promise<boolean> {
+    const result = await client.call<{ hits: unknown[] }>(
+      "grep",
+      { session, query: ".", mode: "regex", limit: 1 },
+      { deadlineMs: config.deadlineMs, idempotent: true },
+    );
+    return result.hits.length > 0;
+  }
+
+  const engine: ContextEngine = {
+    info: {
+      id: ENGINE_ID,
+      name: "brain (lossless memory)",
+      version: VERSION,
+      ownsCompaction: true,
+      acceptedHostParams: [
+        "sessionKey",
+        "sessionTarget",
+        "runtimeSettings",
+        "runtimeContext",
+        "abortSignal",
+      ],
+      transcriptSemantics: {
+        currentTurnFence: "before-current-turn-entry-v1",
+        turnAdvancementIdempotency: "atomic-idempotent-v1",
+      },
+      // Graph maintenance is never worth delaying a reply for.
+      turnMaintenanceMode: "background",
+    },
+
+    // History before brain knew the session (switching from another engine)
+    // comes from the host's transcript API, ids = entry ids; a session brain
+    // already holds was filled by commitTurn and is left alone.
+    async bootstrap({ sessionId, sessionKey, sessionTarget }) {
+      try {
+        if (await holdsSession(sessionId)) {
+          return { bootstrapped: false, reason: "brain already holds this session" };
+        }
+        const target = { ...(sessionTarget as SessionTarget | undefined), sessionId };
+        if (sessionKey && !target.sessionKey) target.sessionKey = sessionKey;
+        let imported = 0;
+        for await (const page of deps.readHistory(target as Parameters<HistoryReader>[0])) {
+          const batch = page.map((e) => toBrain(e.message, `oc-entry-${e.entryId}`));
+          if (batch.length > 0) imported += await ingest(sessionId, sessionKey, batch);
+        }
+        return { bootstrapped: true, importedMessages: imported };
+      } catch (error) {
+        log.warn(`brain: bootstrap of session ${sessionId} failed: ${describe(error)}`);
+        return { bootstrapped: false, reason: describe(error) };
+      }
+    },
+
+    async ingest({ sessionId, sessionKey, message }) {
+      const m = asAgent(message);
+      const n = await ingest(sessionId, sessionKey, [toBrain(m, contentId(m))]);
+      return { ingested: n > 0 };
+    },
+
+    async ingestBatch({ sessionId, sessionKey, messages }) {
+      const batch = messages.map((message) => {
+        const m = asAgent(message);
+        return toBrain(m, contentId(m));
+      });
+      return { ingestedCount: await ingest(sessionId, sessionKey, batch) };
+    },
+
+    // One ingest call is one brain transaction: the whole turn lands or none
+    // of it; a retry with the same key finds every id stored.
+    async commitTurn({ advancementKey, messages, sessionId, sessionKey }) {
+      const batch = messages.map((m, i) => toBrain(asAgent(m), `${advancementKey}:${i}`));
+      if (batch.length > BATCH) {
+        log.warn(`brain: a turn of ${batch.length} messages is stored in several transactions`);
+      }
+      const stored = batch.length === 0 ? 0 : await ingest(sessionId, sessionKey, batch);
+      return { status: stored > 0 || batch.length === 0 ? "committed" : "duplicate" };
+    },
+
+    async assemble({ sessionId, messages, tokenBudget, runtimeSettings, model }) {
+      const budget =
+        tokenBudget ?? runtimeSettings?.limits.promptTokenBudget ?? config.defaultBudget;
+      const params: Record<string, unknown> = {
+        session: sessionId,
+        budget: Math.max(1, Math.floor(budget)),
+        format: "anthropic",
+        stubs: config.stubs,
+      };
+      if (config.recall) params.recall = config.recall;
+      try {
+        const result = await client.call<{
+          messages: Record<string, unknown>[];
+          system: string | null;
+          tokens: number;
+        }>("assemble", params, { deadlineMs: config.deadlineMs, idempotent: true });
+        const resolved = runtimeSettings?.model.resolved ?? model;
+        const assembled = fromAssembled(
+          result.messages,
+          assistantDefaults(messages, resolved ?? undefined),
+        );
+        return {
+          messages: assembled as unknown as HostMessage[],
+          estimatedTokens: result.tokens,
+          ...(result.system ? { systemPromptAddition: result.system } : {}),
+        };
+      } catch (error) {
+        // The turn goes on with the host's own history rather than wait or fail.
+        log.warn(
+          `brain: assemble for session ${sessionId} failed (${describe(error)}); ` +
+            "this turn uses the host's messages",
+        );
+        return { messages, estimatedTokens: estimate(messages) };
+      }
+    },
+
+    async compact({ sessionId, abortSignal }) {
+      abortSignal?.throwIfAborted();
+      try {
+        const result = await client.call<{
+          summaries: string[];
+          tokens_before: number;
+          tokens_after: number;
+          leaf_passes: number;
+          condensed_passes: number;
+        }>(
+          "compact",
+          { session: sessionId },
+          {
+            deadlineMs: config.compactDeadlineMs,
+            idempotent: true,
+            ...(abortSignal ? { signal: abortSignal } : {}),
+          },
+        );
+        return {
+          ok: true,
+          compacted: result.summaries.length > 0,
+          result: {
+            tokensBefore: result.tokens_before,
+            tokensAfter: result.tokens_after,
+            details: result,
+          },
+        };
+      } catch (error) {
+        if (error instanceof BrainError && error.code === NOT_FOUND) {
+          return { ok: true, compacted: false, reason: "brain holds no history for this session" };
+        }
+        throw error;
+      }
+    },
+
+    // brain never rewrites OpenClaw's transcript; the hook runs brain's graph
+    // maintenance (decay, merge, prune, ...) at most every maintainEveryMs.
+    async maintain({ abortSignal }) {
+      const unchanged = { changed: false, bytesFreed: 0, rewrittenEntries: 0 };
+      const now = Date.now();
+      if (config.maintainEveryMs <= 0 || now - lastMaintain < config.maintainEveryMs) {
+        return { ...unchanged, reason: "graph maintenance not due" };
+      }
+      lastMaintain = now;
+      try {
+        await client.call(
+          "maintain",
+          {},
+          {
+            deadlineMs: config.compactDeadlineMs,
+            ...(abortSignal ? { signal: abortSignal } : {}),
+          },
+        );
+        return { ...unchanged, reason: "brain graph maintained; transcript untouched" };
+      } catch (error) {
+        log.warn(`brain: graph maintenance failed: ${describe(error)}`);
+        return { ...unchanged, reason: describe(error) };
+      }
+    },
+
+    async prepareSubagentSpawn({ parentSessionKey, childSessionKey, parentSessionId, ttlMs }) {
+      try {
+        await grants.open(childSessionKey, {
+          parentSessionKey,
+          ...(parentSessionId ? { parentSessionId } : {}),
+          ...(ttlMs ? { ttlMs } : {}),
+        });
+      } catch (error) {
+        log.warn(`brain: no grant for sub-agent ${childSessionKey}: ${describe(error)}`);
+        return undefined;
+      }
+      return { rollback: () => grants.close(childSessionKey) };
+    },
+
+    async onSubagentEnded({ childSessionKey }) {
+      await grants.close(childSessionKey);
+    },
+
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      await client.release();
+    },
+  };
+  return engine;
+}
