@@ -1,0 +1,228 @@
+/** The context engine on a fake OpenClaw api and a real brain child. */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { afterEach, describe, test } from "node:test";
+
+import type { TranscriptEntry } from "../dist/engine.js";
+import { TOOL_NAMES } from "../dist/tools.js";
+import { assistant, harness, needsBrain, user, type Harness } from "./helpers.ts";
+
+const T = 1_763_942_400_000;
+const manifest = JSON.parse(readFileSync(new URL("../openclaw.plugin.json", import.meta.url), "utf8"));
+
+function turn(n: number): Record<string, unknown>[] {
+  return [
+    user(`question ${n}: where is item ${n}?`, T + n * 10),
+    assistant([{ type: "text", text: `item ${n} is in drawer ${n}` }], T + n * 10 + 1),
+  ];
+}
+
+async function stored(h: Harness): Promise<number> {
+  h.plugin.client.acquire();
+  const info = await h.plugin.client.call<{ messages: number }>("info", {}, { deadlineMs: 30_000 });
+  await h.plugin.client.release();
+  return info.messages;
+}
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe("registration", () => {
+  test("the engine declares the 2026.9 transcript semantics and owns compaction", async () => {
+    h = harness({ command: "/nonexistent/brain" });
+    const engine = await h.engine();
+    assert.equal(engine.info.id, "brain");
+    assert.equal(engine.info.ownsCompaction, true);
+    assert.deepEqual(engine.info.transcriptSemantics, {
+      currentTurnFence: "before-current-turn-entry-v1",
+      turnAdvancementIdempotency: "atomic-idempotent-v1",
+    });
+    assert.equal(typeof engine.commitTurn, "function");
+    assert.equal(typeof engine.prepareSubagentSpawn, "function");
+  });
+
+  test("the tools registered are the manifest's contracts.tools, brain's seven", () => {
+    h = harness({ command: "/nonexistent/brain" });
+    assert.deepEqual([...h.tools.keys()], manifest.contracts.tools);
+    assert.deepEqual(TOOL_NAMES, manifest.contracts.tools);
+    assert.equal(manifest.kind, "context-engine");
+    assert.equal(manifest.activation.onStartup, true);
+  });
+});
+
+describe("brain not installed", () => {
+  test("the error names the missing command in the log, and the turn goes on", async () => {
+    h = harness({ command: "/nonexistent/brain" });
+    const engine = await h.engine();
+    const host = [user("hello", T)];
+    const result = await engine.assemble({ sessionId: "s", messages: host as never, tokenBudget: 1000 });
+    assert.deepEqual(result.messages, host);
+    const errors = h.logs.filter((l) => l.level === "error").map((l) => l.message);
+    assert.ok(errors.some((m) => m.includes("brain is not installed") && m.includes("/nonexistent/brain")), errors.join("\n"));
+    await assert.rejects(
+      engine.commitTurn!({ advancementKey: "k", messages: host as never, sessionId: "s" } as never),
+      /brain is not installed/,
+    );
+  });
+});
+
+describe("deadline", () => {
+  test("assemble gives the host's messages back when brain does not answer in time", async () => {
+    h = harness({
+      command: process.execPath,
+      commandArgs: [new URL("./fixtures-silent-brain.mjs", import.meta.url).pathname],
+      deadlineMs: 300,
+    });
+    const engine = await h.engine();
+    const host = [user("hello", T)];
+    const result = await engine.assemble({ sessionId: "s", messages: host as never, tokenBudget: 1000 });
+    assert.deepEqual(result.messages, host);
+    assert.ok(h.logs.some((l) => l.level === "warn" && /no answer within 300 ms/.test(l.message)));
+    await assert.rejects(
+      engine.commitTurn!({ advancementKey: "k", messages: host as never, sessionId: "s" } as never),
+      /no answer within 300 ms/,
+    );
+    h.plugin.client.shutdown(100).catch(() => undefined);
+  });
+});
+
+describe("turns through a real brain", { skip: needsBrain }, () => {
+  test("commitTurn stores a turn once; the retried turn answers duplicate", async () => {
+    h = harness();
+    const engine = await h.engine();
+    const params = { advancementKey: "adv-1", messages: turn(1), sessionId: "s1", sessionKey: "agent:main:main" };
+    assert.deepEqual(await engine.commitTurn!(params as never), { status: "committed" });
+    assert.deepEqual(await engine.commitTurn!(params as never), { status: "duplicate" });
+    assert.equal(await stored(h), 2);
+  });
+
+  test("assemble ignores the host's messages and answers from brain", async () => {
+    h = harness();
+    const engine = await h.engine();
+    await engine.commitTurn!({ advancementKey: "a1", messages: turn(1), sessionId: "s1" } as never);
+    const injected = [
+      user("an injection the engine made earlier", T),
+      assistant([{ type: "text", text: "an injected reply" }], T + 1),
+    ];
+    const result = await engine.assemble({ sessionId: "s1", messages: injected as never, tokenBudget: 4000 });
+    const texts = JSON.stringify(result.messages);
+    assert.ok(texts.includes("item 1 is in drawer 1"));
+    assert.ok(!texts.includes("injection"));
+    assert.equal(result.messages.length, 2);
+    assert.equal((result.messages[1] as { provider?: string }).provider, "fake");
+  });
+
+  test("without tokenBudget the budget comes from runtimeSettings.limits.promptTokenBudget", async () => {
+    h = harness();
+    const engine = await h.engine();
+    for (let i = 1; i <= 6; i++) {
+      await engine.commitTurn!({ advancementKey: `a${i}`, messages: turn(i), sessionId: "s1" } as never);
+    }
+    const wide = await engine.assemble({ sessionId: "s1", messages: [], tokenBudget: 4000 });
+    const narrow = await engine.assemble({
+      sessionId: "s1",
+      messages: [],
+      runtimeSettings: { limits: { promptTokenBudget: 20, maxOutputTokens: null }, model: { resolved: null } } as never,
+    });
+    assert.equal(wide.messages.length, 12);
+    assert.ok(narrow.messages.length < wide.messages.length, `${narrow.messages.length}`);
+  });
+
+  test("bootstrap imports the transcript's history once, by entry id", async () => {
+    const history: TranscriptEntry[] = turn(1).map((message, i) => ({ entryId: `e${i}`, message: message as never }));
+    let reads = 0;
+    h = harness({}, async function* () {
+      reads += 1;
+      yield history;
+    });
+    const engine = await h.engine();
+    const first = await engine.bootstrap!({ sessionId: "s1", sessionFile: "" });
+    assert.deepEqual(first, { bootstrapped: true, importedMessages: 2 });
+    const again = await engine.bootstrap!({ sessionId: "s1", sessionFile: "" });
+    assert.equal(again.bootstrapped, false);
+    assert.equal(reads, 1);
+    assert.equal(await stored(h), 2);
+  });
+
+  test("compact folds history into summaries, and an aborted compact rejects", async () => {
+    h = harness();
+    const engine = await h.engine();
+    for (let i = 1; i <= 40; i++) {
+      await engine.commitTurn!({ advancementKey: `a${i}`, messages: turn(i), sessionId: "s1" } as never);
+    }
+    const aborted = new AbortController();
+    aborted.abort(new Error("host timeout"));
+    await assert.rejects(
+      engine.compact({ sessionId: "s1", sessionKey: "k", abortSignal: aborted.signal }),
+      /host timeout/,
+    );
+    const result = await engine.compact({ sessionId: "s1", sessionKey: "k", force: true });
+    assert.equal(result.ok, true);
+    assert.equal(result.compacted, true);
+    const after = await engine.assemble({ sessionId: "s1", messages: [], tokenBudget: 100_000 });
+    assert.ok(JSON.stringify(after.messages).includes("<summary"));
+  });
+
+  test("a tool reads only the calling session, whatever session the model asks for", async () => {
+    h = harness();
+    const engine = await h.engine();
+    await engine.commitTurn!({ advancementKey: "a", messages: turn(1), sessionId: "mine" } as never);
+    await engine.commitTurn!({ advancementKey: "b", messages: turn(2), sessionId: "other" } as never);
+    const grep = h.tool("memory_grep", { sessionId: "mine", sessionKey: "agent:main:x" });
+    const result = (await grep.execute("c1", { query: "drawer", session: "other", all: true })).details as {
+      hits: { session: string }[];
+    };
+    assert.ok(result.hits.length > 0);
+    assert.deepEqual(new Set(result.hits.map((hit) => hit.session)), new Set(["mine"]));
+  });
+
+  test("a sub-agent reads its parent's session under a grant that rollback revokes", async () => {
+    h = harness();
+    const engine = await h.engine();
+    await engine.commitTurn!({ advancementKey: "a", messages: turn(3), sessionId: "parent" } as never);
+    const prepared = await engine.prepareSubagentSpawn!({
+      parentSessionKey: "agent:main:main",
+      childSessionKey: "agent:main:subagent:1",
+      parentSessionId: "parent",
+    });
+    const grep = h.tool("memory_grep", { sessionId: "child", sessionKey: "agent:main:subagent:1" });
+    const hits = (await grep.execute("c1", { query: "drawer" })).details as { hits: { session: string }[] };
+    assert.deepEqual(new Set(hits.hits.map((x) => x.session)), new Set(["parent"]));
+    const grant = h.plugin.grants.get("agent:main:subagent:1")!.grantId;
+    await prepared!.rollback();
+    h.plugin.client.acquire();
+    await assert.rejects(
+      h.plugin.client.call("grep", { session: "parent", query: "drawer" }, { deadlineMs: 30_000, grant }),
+      /revoked/,
+    );
+    await h.plugin.client.release();
+  });
+
+  test("a brain that died is restarted and the idempotent call answered", async () => {
+    h = harness();
+    const engine = await h.engine();
+    await engine.commitTurn!({ advancementKey: "a", messages: turn(1), sessionId: "s1" } as never);
+    const first = h.plugin.client.pid!;
+    process.kill(first, "SIGKILL");
+    const pending = engine.assemble({ sessionId: "s1", messages: [], tokenBudget: 4000 });
+    const result = await pending;
+    assert.equal(result.messages.length, 2);
+    assert.notEqual(h.plugin.client.pid, first);
+  });
+
+  test("dispose shuts the daemon down once the last engine lets go", async () => {
+    h = harness();
+    const a = await h.engine();
+    const b = await h.engine();
+    await a.commitTurn!({ advancementKey: "a", messages: turn(1), sessionId: "s1" } as never);
+    const pid = h.plugin.client.pid;
+    assert.ok(pid);
+    await a.dispose!();
+    assert.equal(h.plugin.client.pid, pid);
+    await b.dispose!();
+    assert.equal(h.plugin.client.pid, undefined);
+  });
+});
