@@ -18,10 +18,17 @@ export function brainCommand(): string | undefined {
   }
 }
 
-/** Why a test that needs a real brain is skipped (false: it runs). */
+/**
+ * Why a test that needs a real brain is skipped (false: it runs). A
+ * BRAIN_COMMAND that does not run is an error, not a skip: scripts/test sets
+ * it, so CI never passes by skipping.
+ */
 export const needsBrain: string | false = brainCommand()
   ? false
   : "no brain command (set BRAIN_COMMAND or put brain on PATH)";
+if (needsBrain && process.env.BRAIN_COMMAND) {
+  throw new Error(`BRAIN_COMMAND=${process.env.BRAIN_COMMAND} does not run (\`--version\` failed)`);
+}
 
 export interface Logged {
   level: string;
