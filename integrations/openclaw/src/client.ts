@@ -95,6 +95,7 @@ export class BrainClient {
   private refs = 0;
   private starts: number[] = [];
   private reportedMissing = false;
+  private lastStartError: BrainUnavailable | null = null;
 
   constructor(options: SpawnOptions, log: Logger) {
     this.options = options;
@@ -162,6 +163,8 @@ export class BrainClient {
     const now = Date.now();
     this.starts = this.starts.filter((t) => now - t < START_WINDOW_MS);
     if (this.starts.length >= MAX_STARTS) {
+      // A missing command stays the reason given, not "it keeps exiting".
+      if (this.lastStartError?.notInstalled) throw this.lastStartError;
       throw new BrainUnavailable(
         `brain: the daemon exited ${MAX_STARTS} times within a minute; not restarting it yet (see the errors above)`,
       );
@@ -188,7 +191,8 @@ export class BrainClient {
         : `brain: could not start \`${command}\`: ${error.message}`;
       if (!missing || !this.reportedMissing) this.log.error(message);
       if (missing) this.reportedMissing = true;
-      this.fail(child, new BrainUnavailable(message, missing));
+      this.lastStartError = new BrainUnavailable(message, missing);
+      this.fail(child, this.lastStartError);
     });
     proc.on("exit", (code, signal) => {
       if (child.exited) return;
