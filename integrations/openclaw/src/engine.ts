@@ -9,6 +9,7 @@
  * brain that is slow or gone never holds the host past `deadlineMs`.
  */
 import { createHash } from "node:crypto";
+import { statSync, writeFileSync } from "node:fs";
 
 import type { OpenClawPluginApi } from "openclaw/plugin-sdk/plugin-entry";
 
@@ -58,7 +59,25 @@ export interface EngineDeps {
 
 const BATCH = 500;
 const NOT_FOUND = -32001;
-let lastMaintain = 0;
+
+// When graph maintenance last ran, as the mtime of a stamp file beside the
+// database: `openclaw agent --local` is a new process every turn, so an
+// in-memory clock would run it every turn.
+function lastMaintained(stamp: string): number {
+  try {
+    return statSync(stamp).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+function markMaintained(stamp: string, log: Logger): void {
+  try {
+    writeFileSync(stamp, `${new Date().toISOString()}\n`);
+  } catch (error) {
+    log.warn(`brain: cannot write ${stamp}: ${describe(error)}`);
+  }
+}
 
 function asAgent(message: HostMessage): AgentMessage {
   return message as unknown as AgentMessage;
@@ -265,11 +284,11 @@ export function createEngine(deps: EngineDeps): ContextEngine {
     // maintenance (decay, merge, prune, ...) at most every maintainEveryMs.
     async maintain({ abortSignal }) {
       const unchanged = { changed: false, bytesFreed: 0, rewrittenEntries: 0 };
-      const now = Date.now();
-      if (config.maintainEveryMs <= 0 || now - lastMaintain < config.maintainEveryMs) {
+      const stamp = `${config.db}.openclaw-maintained`;
+      if (config.maintainEveryMs <= 0 || Date.now() - lastMaintained(stamp) < config.maintainEveryMs) {
         return { ...unchanged, reason: "graph maintenance not due" };
       }
-      lastMaintain = now;
+      markMaintained(stamp, log);
       try {
         await client.call(
           "maintain",

@@ -230,3 +230,21 @@ describe("turns through a real brain", { skip: needsBrain }, () => {
     assert.equal(h.plugin.client.pid, undefined);
   });
 });
+
+describe("maintain", { skip: needsBrain }, () => {
+  test("graph maintenance runs once per interval, across engine instances and processes", async () => {
+    h = harness({ maintainEveryMs: 3_600_000 });
+    const params = { sessionId: "s1", sessionFile: "agent:main:main" };
+    const first = await (await h.engine()).maintain!(params);
+    assert.equal(first.changed, false);
+    assert.match(first.reason ?? "", /graph maintained/);
+    // A fresh registration (as the next `openclaw agent --local` run makes) sees the stamp.
+    const next = harness({ maintainEveryMs: 3_600_000, db: h.db });
+    try {
+      const second = await (await next.engine()).maintain!(params);
+      assert.match(second.reason ?? "", /not due/);
+    } finally {
+      await next.close();
+    }
+  });
+});
