@@ -324,6 +324,7 @@ export function fromAssembled(
   messages: Json[],
   defaults: AssistantDefaults,
   now = Date.now(),
+  known: readonly AgentMessage[] = [],
 ): AgentMessage[] {
   const out: AgentMessage[] = [];
   const toolNames = new Map<string, string>();
@@ -365,9 +366,41 @@ export function fromAssembled(
     }
     out.push(fromBrain({ role: "user", content: typeof content === "string" ? content : "" }));
   }
-  // OpenClaw orders and displays by time; brain's assemble does not repeat it.
-  const start = now - out.length;
-  return out.map((message, i) =>
-    typeof message.timestamp === "number" ? message : { ...message, timestamp: start + i },
-  );
+  // A message the host's transcript holds comes back as the host's own (its
+  // time, usage, model, ...); the others (summaries, stubs, messages older
+  // than the host's window) are timed after the message before them, since
+  // OpenClaw shows the model each message's time and assemble does not say it.
+  const pool = new Map<string, AgentMessage[]>();
+  for (const message of known) {
+    const key = matchKey(message);
+    pool.set(key, [...(pool.get(key) ?? []), message]);
+  }
+  let last: number | undefined;
+  return out.map((message, i) => {
+    const same = pool.get(matchKey(message))?.shift();
+    const chosen = same ?? message;
+    const own = chosen.timestamp;
+    const timestamp =
+      typeof own === "number" ? own : last !== undefined ? last + 1 : now - out.length + i;
+    last = timestamp;
+    return chosen === message && message.timestamp !== timestamp ? { ...message, timestamp } : chosen;
+  });
+}
+
+function stripped(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(stripped);
+  if (!isObject(value)) return value;
+  const out: Json = {};
+  for (const [key, member] of Object.entries(value)) {
+    if (key !== MESSAGE_KEY && key !== BLOCK_KEY) out[key] = stripped(member);
+  }
+  return out;
+}
+
+/** What two messages share when brain would show the model the same thing for both. */
+export function matchKey(message: AgentMessage): string {
+  const brain = toBrain(message);
+  const content =
+    typeof brain.content === "string" ? [{ type: "text", text: brain.content }] : brain.content;
+  return canonical({ role: brain.role, content: stripped(content) });
 }

@@ -229,6 +229,8 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         const assembled = fromAssembled(
           result.messages,
           assistantDefaults(messages, resolved ?? undefined),
+          Date.now(),
+          messages.map(asAgent),
         );
         return {
           messages: assembled as unknown as HostMessage[],

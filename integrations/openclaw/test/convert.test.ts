@@ -148,6 +148,25 @@ describe("conversion without brain", () => {
   });
 });
 
+test("assembled messages the host's transcript holds come back as the host's own", () => {
+  const host = [user("first", T), { ...assistant([{ type: "text", text: "reply" }], T + 5), responseId: "r1" }];
+  const out = fromAssembled(
+    [
+      { role: "user", content: [{ type: "text", text: '<summary id="sum_1">older</summary>' }] },
+      { role: "user", content: [{ type: "text", text: "first" }] },
+      { role: "assistant", content: [{ type: "text", text: "reply" }] },
+      { role: "user", content: [{ type: "text", text: "not in the host's window" }] },
+    ],
+    { api: "x", provider: "y", model: "z" },
+    T + 1000,
+    host as never,
+  );
+  assert.deepEqual(out[1], host[0]);
+  assert.deepEqual(out[2], host[1]);
+  assert.equal(out[3]?.timestamp, T + 6);
+  assert.equal(typeof out[0]?.timestamp, "number");
+});
+
 describe("conversion through a real brain", { skip: needsBrain }, () => {
   let h: Harness;
   before(() => {
