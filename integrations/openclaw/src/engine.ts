@@ -20,7 +20,6 @@ import {
   toBrain,
   type AgentMessage,
   type AssistantDefaults,
-  type BrainMessage,
 } from "./convert.js";
 import type { SubagentGrants } from "./grants.js";
 
@@ -90,6 +89,10 @@ function contentId(message: AgentMessage): string {
   return `oc-${hash.slice(0, 32)}`;
 }
 
+function excludedFromContext(message: AgentMessage): boolean {
+  return message.role === "custom" && message.excludeFromContext === true;
+}
+
 function estimate(messages: unknown[]): number {
   return Math.ceil(JSON.stringify(messages).length / 4);
 }
@@ -115,12 +118,21 @@ export function createEngine(deps: EngineDeps): ContextEngine {
   client.acquire();
   let disposed = false;
 
-  async function ingest(session: string, key: string | undefined, messages: BrainMessage[]) {
+  // Messages OpenClaw keeps out of the model's context (custom ones with
+  // excludeFromContext, e.g. its nested-tool records) are stored, then
+  // suppressed: brain never assembles, greps or summarises them, and
+  // `describe` with include_suppressed still gives them back.
+  async function ingest(
+    session: string,
+    key: string | undefined,
+    items: { message: AgentMessage; id: string }[],
+  ) {
     let ingested = 0;
-    for (let i = 0; i < messages.length; i += BATCH) {
+    for (let i = 0; i < items.length; i += BATCH) {
+      const batch = items.slice(i, i + BATCH);
       const params: Record<string, unknown> = {
         session,
-        messages: messages.slice(i, i + BATCH),
+        messages: batch.map((item) => toBrain(item.message, item.id)),
       };
       if (key) params.session_key = key;
       const result = await client.call<{ ingested: number }>("ingest", params, {
@@ -128,6 +140,14 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         idempotent: true,
       });
       ingested += result.ingested;
+      const hidden = batch.filter((item) => excludedFromContext(item.message)).map((item) => item.id);
+      if (hidden.length > 0) {
+        await client.call(
+          "suppress",
+          { session, ids: hidden },
+          { deadlineMs: config.deadlineMs, idempotent: true },
+        );
+      }
     }
     return ingested;
   }
@@ -174,7 +194,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         if (sessionKey && !target.sessionKey) target.sessionKey = sessionKey;
         let imported = 0;
         for await (const page of deps.readHistory(target as Parameters<HistoryReader>[0])) {
-          const batch = page.map((e) => toBrain(e.message, `oc-entry-${e.entryId}`));
+          const batch = page.map((e) => ({ message: e.message, id: `oc-entry-${e.entryId}` }));
           if (batch.length > 0) imported += await ingest(sessionId, sessionKey, batch);
         }
         return { bootstrapped: true, importedMessages: imported };
@@ -186,14 +206,14 @@ export function createEngine(deps: EngineDeps): ContextEngine {
 
     async ingest({ sessionId, sessionKey, message }) {
       const m = asAgent(message);
-      const n = await ingest(sessionId, sessionKey, [toBrain(m, contentId(m))]);
+      const n = await ingest(sessionId, sessionKey, [{ message: m, id: contentId(m) }]);
       return { ingested: n > 0 };
     },
 
     async ingestBatch({ sessionId, sessionKey, messages }) {
       const batch = messages.map((message) => {
         const m = asAgent(message);
-        return toBrain(m, contentId(m));
+        return { message: m, id: contentId(m) };
       });
       return { ingestedCount: await ingest(sessionId, sessionKey, batch) };
     },
@@ -201,7 +221,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
     // One ingest call is one brain transaction: the whole turn lands or none
     // of it; a retry with the same key finds every id stored.
     async commitTurn({ advancementKey, messages, sessionId, sessionKey }) {
-      const batch = messages.map((m, i) => toBrain(asAgent(m), `${advancementKey}:${i}`));
+      const batch = messages.map((m, i) => ({ message: asAgent(m), id: `${advancementKey}:${i}` }));
       if (batch.length > BATCH) {
         log.warn(`brain: a turn of ${batch.length} messages is stored in several transactions`);
       }

@@ -248,3 +248,39 @@ describe("maintain", { skip: needsBrain }, () => {
     }
   });
 });
+
+describe("messages kept out of context", { skip: needsBrain }, () => {
+  test("a custom message with excludeFromContext is stored but never assembled", async () => {
+    h = harness();
+    const engine = await h.engine();
+    const nested = {
+      role: "custom",
+      customType: "openclaw.nested-tool.v1",
+      content: "memory_grep ran inside tool_call",
+      display: true,
+      excludeFromContext: true,
+      details: { tool: "memory_grep" },
+      timestamp: T + 2,
+    };
+    const messages = [...turn(1), nested];
+    await engine.commitTurn!({ advancementKey: "a", messages, sessionId: "s1" } as never);
+    const context = await engine.assemble({ sessionId: "s1", messages: [], tokenBudget: 4000 });
+    assert.deepEqual(
+      context.messages.map((m) => m.role),
+      ["user", "assistant"],
+    );
+    // A retried turn suppresses again without error and stores nothing.
+    assert.deepEqual(await engine.commitTurn!({ advancementKey: "a", messages, sessionId: "s1" } as never), {
+      status: "duplicate",
+    });
+    h.plugin.client.acquire();
+    const kept = await h.plugin.client.call<{ message: Record<string, unknown> }>(
+      "describe",
+      { session: "s1", id: "a:2", include_suppressed: true },
+      { deadlineMs: 30_000 },
+    );
+    await h.plugin.client.release();
+    const { fromBrain } = await import("../dist/convert.js");
+    assert.deepEqual(fromBrain(kept.message), nested);
+  });
+});
