@@ -57,6 +57,18 @@ export interface EngineDeps {
 }
 
 const BATCH = 500;
+
+/**
+ * Told to the model when the context holds summaries or stubs, or left
+ * history out: OpenClaw may list the plugin's tools only through its tool
+ * search, so they are named here.
+ */
+export const RECALL_GUIDANCE =
+  "Earlier parts of this conversation are stored in full in brain but shown here folded " +
+  '(<summary id="sum_..."> blocks) or as [Tool Output: ...] stubs, or left out. Before ' +
+  "saying you do not know something from earlier, look it up: memory_grep to find it, " +
+  "memory_describe for one item by id, memory_expand to open a summary, " +
+  "memory_expand_query for a cited answer (call them through tool_call if they are not listed).";
 const NOT_FOUND = -32001;
 
 // When graph maintenance last ran, as the mtime of a stamp file beside the
@@ -244,6 +256,9 @@ export function createEngine(deps: EngineDeps): ContextEngine {
           messages: Record<string, unknown>[];
           system: string | null;
           tokens: number;
+          included: { summaries: number };
+          dropped: { summaries: number; messages: number };
+          stubbed: number;
         }>("assemble", params, { deadlineMs: config.deadlineMs, idempotent: true });
         const resolved = runtimeSettings?.model.resolved ?? model;
         const assembled = fromAssembled(
@@ -252,10 +267,15 @@ export function createEngine(deps: EngineDeps): ContextEngine {
           Date.now(),
           messages.map(asAgent),
         );
+        // Only when part of the history is folded, stubbed or left out does
+        // the model need telling how to get it back.
+        const hidden =
+          result.included.summaries + result.dropped.summaries + result.dropped.messages + result.stubbed;
+        const addition = [result.system, hidden > 0 ? RECALL_GUIDANCE : null].filter(Boolean);
         return {
           messages: assembled as unknown as HostMessage[],
           estimatedTokens: result.tokens,
-          ...(result.system ? { systemPromptAddition: result.system } : {}),
+          ...(addition.length > 0 ? { systemPromptAddition: addition.join("\n\n") } : {}),
         };
       } catch (error) {
         // The turn goes on with the host's own history rather than wait or fail.

@@ -117,6 +117,8 @@ describe("turns through a real brain", { skip: needsBrain }, () => {
     assert.ok(!texts.includes("injection"));
     assert.equal(result.messages.length, 2);
     assert.equal((result.messages[1] as { provider?: string }).provider, "fake");
+    // Nothing folded or left out: no guidance needed.
+    assert.equal(result.systemPromptAddition, undefined);
   });
 
   test("without tokenBudget the budget comes from runtimeSettings.limits.promptTokenBudget", async () => {
@@ -168,6 +170,8 @@ describe("turns through a real brain", { skip: needsBrain }, () => {
     assert.equal(result.compacted, true);
     const after = await engine.assemble({ sessionId: "s1", messages: [], tokenBudget: 100_000 });
     assert.ok(JSON.stringify(after.messages).includes("<summary"));
+    // With history folded, the model is told how to unfold it.
+    assert.match(after.systemPromptAddition ?? "", /memory_grep/);
   });
 
   test("a tool reads only the calling session, whatever session the model asks for", async () => {
