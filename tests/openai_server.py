@@ -10,8 +10,12 @@ the requests it received, headers included::
         assert len(server.requests) == 2
 
 Every POST (``/v1/chat/completions``, ``/v1/embeddings``) takes the next queued
-reply; :meth:`Reply.embeddings` builds an embeddings answer.
-With the queue empty it answers 503 ``no reply queued``, so a test that makes
+reply; :meth:`Reply.embeddings` builds an embeddings answer, :meth:`Reply.tool_call`
+an assistant turn calling one tool. A chat request with ``"stream": true`` gets its
+completion as server-sent events (``chat.completion.chunk`` deltas, then ``[DONE]``),
+as OpenAI streams it. With the queue empty a ``responder`` given to the server builds
+the reply from the request (a scripted model that follows the conversation); without
+one it answers 503 ``no reply queued``, so a test that makes
 more calls than it planned fails loudly instead of hanging; a server made with
 ``OpenAIServer(embed=HashEmbedder(dim))`` instead answers every ``/v1/embeddings``
 request with that embedder's vectors of the inputs (for a daemon that embeds
@@ -33,7 +37,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -68,6 +74,18 @@ class Reply:
         Extra keyword arguments become fields of the message (``reasoning_content``).
         """
         return cls(body=completion(content, **message), delay=delay)
+
+    @classmethod
+    def tool_call(cls, name: str, arguments: dict[str, Any], *, call_id: str = "call_1") -> Reply:
+        """A 200 chat completion whose assistant message calls the tool ``name`` once."""
+        call = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        body = completion(None, tool_calls=[call])
+        body["choices"][0]["finish_reason"] = "tool_calls"
+        return cls(body=body)
 
     @classmethod
     def embeddings(
@@ -113,6 +131,45 @@ def embedding_list(vectors: list[list[float]], indices: list[int] | None = None)
     }
 
 
+def stream_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chat completion cut into the ``chat.completion.chunk`` events OpenAI streams.
+
+    One delta with the role, the content and the tool calls (each with its
+    ``index``), one with the finish reason, and a last one carrying ``usage``
+    with no choices (what ``stream_options.include_usage`` asks for).
+    """
+    base = {"id": body.get("id", "chatcmpl-test"), "object": "chat.completion.chunk"}
+    base["model"] = body.get("model", "test-model")
+    choice = body["choices"][0]
+    message = dict(choice["message"])
+    delta: dict[str, Any] = {"role": message.pop("role", "assistant")}
+    if message.get("content") is not None:
+        delta["content"] = message["content"]
+    calls = message.get("tool_calls") or []
+    if calls:
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(calls)]
+    for key, value in message.items():
+        if key not in ("content", "tool_calls") and value is not None:
+            delta[key] = value
+    return [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+        {**base, "choices": [], "usage": body.get("usage")},
+    ]
+
+
+def _wants_stream(body: bytes) -> bool:
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(request, dict) and request.get("stream") is True
+
+
+def _is_completion(body: Any) -> bool:
+    return isinstance(body, dict) and bool(body.get("choices"))
+
+
 @dataclass(frozen=True)
 class Recorded:
     """A request as the server saw it; header names are lowercased."""
@@ -121,6 +178,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.time)  # when it arrived (wall clock)
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -129,8 +187,13 @@ class Recorded:
 class OpenAIServer:
     """A ThreadingHTTPServer on 127.0.0.1, an ephemeral port, with a programmable reply queue."""
 
-    def __init__(self, embed: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        embed: Embedder | None = None,
+        responder: Callable[[Recorded], Reply] | None = None,
+    ) -> None:
         self.embed = embed
+        self.responder = responder
         self.requests: list[Recorded] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -228,6 +291,8 @@ class OpenAIServer:
         if self.embed is not None and request.path.endswith("/embeddings"):
             inputs = request.json()["input"]
             return Reply.embeddings(self.embed.embed(inputs).tolist())
+        if self.responder is not None:
+            return self.responder(request)
         return Reply.error(503, "no reply queued")
 
 
@@ -241,6 +306,9 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return
             reply = server._take(Recorded("POST", self.path, headers, body))
             if reply.delay and server._closing.wait(reply.delay):
+                return
+            if reply.status == 200 and _wants_stream(body) and _is_completion(reply.body):
+                self._stream(reply)
                 return
             if isinstance(reply.body, bytes):
                 payload = reply.body
@@ -258,6 +326,23 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test): nothing to answer
+
+        def _stream(self, reply: Reply) -> None:
+            """Send a completion as OpenAI's server-sent events, closing the connection after."""
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                for chunk in stream_chunks(reply.body):
+                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean
