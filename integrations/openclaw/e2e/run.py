@@ -55,6 +55,8 @@ LEGACY_LINES = (
     re.compile(r"context engine assemble failed, using pipeline messages"),
     re.compile(r"quarantin", re.IGNORECASE),
     re.compile(r"downgraded to legacy"),
+    # The plugin's own fallback: brain failed, the turn went on with the host's messages.
+    re.compile(r"this turn uses the host's messages"),
 )
 FILLER = (
     "Notes for the record: the staging cluster rotates its certificates on Mondays, "
@@ -542,7 +544,12 @@ class Checks:
 
     def tool(self) -> bool:
         """The plugin's memory tool asked brain, and the model got brain's answer back."""
-        grep = [t for t in self.trips if t["method"] == "grep"]
+        asked = self.script.tool_args.get("query")
+        grep = [
+            t
+            for t in self.trips
+            if t["method"] == "grep" and (t.get("params") or {}).get("query") == asked
+        ]
         if not grep:
             return self.fail("the plugin never sent grep to brain")
         hits = (grep[-1]["answer"].get("result") or {}).get("hits") or []
