@@ -75,6 +75,7 @@ class Turn:
     reply_marker: str
     tool: bool = False
     drop_commit: bool = False
+    overflow: bool = False  # the model's first answer is a context-length error
 
 
 @dataclass
@@ -85,6 +86,7 @@ class Script:
     tool_name: str
     tool_args: dict[str, Any]
     calls: list[dict[str, Any]] = field(default_factory=list)
+    overflowed: set[int] = field(default_factory=set)
 
     def __call__(self, request: Recorded) -> Reply:
         body = request.json()
@@ -92,6 +94,15 @@ class Script:
         turn = self._turn(messages)
         if turn is None:  # a request that is not one of the turns (none seen so far)
             return Reply.text("ok")
+        if turn.overflow and turn.index not in self.overflowed:
+            # What OpenAI answers a prompt over the window: OpenClaw then asks the
+            # context engine to compact and sends the turn again.
+            self.overflowed.add(turn.index)
+            return Reply.error(
+                400,
+                "This model's maximum context length is 32000 tokens. However, your "
+                "messages resulted in 40123 tokens. Please reduce the length of the messages.",
+            )
         after = messages[self._prompt_position(messages, turn) + 1 :]
         if turn.tool and not any(m.get("role") == "tool" for m in after):
             # Letters and digits only: OpenClaw rewrites other characters out of call ids.
@@ -140,6 +151,7 @@ def make_turns(nonce: str) -> list[Turn]:
     ]
     turns = []
     for i, (text, tool, drop) in enumerate(specs, start=1):
+        last = i == len(specs)
         user = f"TURN{i}x{nonce}"
         turns.append(
             Turn(
@@ -149,6 +161,7 @@ def make_turns(nonce: str) -> list[Turn]:
                 reply_marker=f"REPLY{i}x{nonce}",
                 tool=tool,
                 drop_commit=drop,
+                overflow=last,
             )
         )
     return turns
@@ -249,13 +262,14 @@ def host_messages(state: Path) -> list[dict[str, Any]]:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
             rows = con.execute(
-                "SELECT event_json FROM transcript_events WHERE event_json IS NOT NULL "
-                "ORDER BY session_id, seq"
+                "SELECT event_json, navigation_json FROM transcript_events ORDER BY session_id, seq"
             ).fetchall()
         finally:
             con.close()
-        for (raw,) in rows:
-            event = json.loads(raw)
+        for raw, navigation in rows:
+            # A large event is stored zstd-compressed; its navigation record still
+            # says what it is (type, role), which is all the count needs.
+            event = json.loads(raw) if raw is not None else json.loads(navigation)["navigation"]
             if event.get("type") == "message":
                 found.append(event["message"])
     return found
