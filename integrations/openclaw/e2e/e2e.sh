@@ -32,7 +32,7 @@ prefix=$(mktemp -d "${TMPDIR:-/tmp}/brain-openclaw-plugin.XXXXXX")
 trap 'rm -rf "$prefix"' EXIT
 (
   cd "$plugin"
-  [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error >&2
+  [ -d node_modules ] || npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2
   npm run --silent build >&2
   npm pack --silent --pack-destination "$prefix" >/dev/null
 )
