@@ -32,6 +32,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -319,7 +320,10 @@ def main() -> int:
     print(json.dumps(result), flush=True)
     for failure in failures:
         print(f"e2e: FAILED: {failure}", file=sys.stderr)
-    print(f"e2e: files kept in {work}", file=sys.stderr)
+    if failures or args.work:
+        print(f"e2e: files kept in {work}", file=sys.stderr)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 1 if failures else 0
 
 
