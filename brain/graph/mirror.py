@@ -16,11 +16,16 @@ commits, from its own thread or from the child process it runs in. Steps may
 arrive out of order (a teach that waited for a maintain chunk's write lock
 commits right after it, and may apply first): a step ahead of the mirror waits
 in ``_early`` until the gap is filled. While such a writer is at work
-(``following``), a reader whose snapshot is a step ahead of the mirror waits
-briefly for that step rather than reload a million edges; a write from another
-process (``brain sync``, another daemon) is never announced, so the mirror
-reloads whole for it as before. The last few states stay at hand (``_recent``)
-for readers whose snapshot began just before a step was applied.
+(``following``), a reader whose snapshot is ahead of the mirror never waits for
+the step in transit: it gets the newest complete state (the mirror is a cache of
+learned weights; its row lookups leave out nodes the state lacks). Only this
+process's own ``teach``/``learn`` must be seen by the next query, so ``apply``
+returns once the mirror shows the write (the writer waits for a step before it,
+not the readers). A write from another process (``brain sync``, another daemon)
+is never announced: without a follower the mirror reloads whole for it at once,
+and with one, once the mirror has been behind a reader for ``FOLLOW_WAIT_S``
+without moving. The last few states stay at hand (``_recent``) for readers whose
+snapshot began just before a step was applied.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ __all__ = ["Graph", "GraphDelta", "GraphState", "NodeEntry", "Step"]
 HISTORY: Final = 8
 """States kept for readers whose snapshot is a few steps behind the newest one."""
 FOLLOW_WAIT_S: Final = 2.0
-"""How long a reader ahead of the mirror waits for a following writer's step."""
+"""How long the mirror may stay behind a reader while a writer follows (then it reloads),
+and how long ``apply`` waits for the steps before its own."""
 _EARLY_LIMIT: Final = 100_000
 """Steps ahead of the mirror kept at most (past that a reload is cheaper anyway)."""
 
@@ -56,9 +62,13 @@ class Graph:
     reader never sees half of one.
     """
 
-    def __init__(self) -> None:
-        # Serialises swaps (and in-place additions with them); readers wait on it for steps.
+    def __init__(self, follow_wait_s: float = FOLLOW_WAIT_S) -> None:
+        # Serialises swaps (and in-place additions with them); ``apply`` waits on it.
         self._lock = threading.Condition()
+        self._follow_wait_s = follow_wait_s
+        # Since when a reader has found the mirror behind its snapshot (None: not since
+        # the last swap): a step that never comes (another process wrote) ends in a reload.
+        self._behind_since: float | None = None
         self._loading = threading.Lock()  # one reload from the tables at a time
         self._state = GraphState()
         self._recent: OrderedDict[int, GraphState] = OrderedDict()
@@ -128,37 +138,39 @@ class Graph:
         return self._recent.get(epoch)
 
     def refresh(self, store: Store) -> GraphState:
-        """The state matching ``store``'s graph epoch, reloaded from the tables if needed.
+        """The state for ``store``'s graph epoch, reloaded from the tables if needed.
 
         The epoch and the tables are read in the caller's transaction (a read
-        connection's snapshot), so a reloaded state is one committed state. A
-        snapshot one or more steps ahead of the mirror while a writer of this
-        process is ``following`` waits (at most ``FOLLOW_WAIT_S``) for its steps;
-        one older than every state kept gets the newest (whole) state: a node it
-        finds there that its snapshot lacks is one its row lookups leave out.
+        connection's snapshot), so a reloaded state is one committed state. Steps
+        held for the snapshot are applied first. A snapshot still ahead of the
+        mirror while a writer of this process is ``following`` (its step is in
+        transit) gets the newest state at once, as does one older than every
+        state kept: nodes the state has and the snapshot lacks, or the reverse,
+        are left out by the query's row lookups. Never waits for a writer; it
+        reloads when no writer of this process follows (another process wrote),
+        or when the mirror has been behind for ``FOLLOW_WAIT_S`` without moving.
         """
         epoch = graph_epoch(store)
         with self._lock:
-            deadline: float | None = None
-            while True:
+            found = self._at(epoch)
+            if found is None and self._early:
+                self._chain(until=epoch)  # steps held for a reader that needs them
                 found = self._at(epoch)
-                if found is None and self._early:
-                    self._chain(until=epoch)  # steps held for a reader that needs them
-                    found = self._at(epoch)
-                if found is not None:
-                    return found
-                current = self._state.epoch
-                if current is not None and current > epoch:
-                    # The snapshot is older than every state kept (the mirror moved on
-                    # meanwhile): the newest whole state, rather than reload the past.
+            if found is not None:
+                return found
+            current = self._state.epoch
+            if current is not None and current > epoch:
+                # The snapshot is older than every state kept (the mirror moved on
+                # meanwhile): the newest whole state, rather than reload the past.
+                return self._state
+            if current is not None and self._followers > 0:
+                now = time.monotonic()
+                if self._behind_since is None:
+                    self._behind_since = now
+                if now - self._behind_since < self._follow_wait_s:
+                    # A step in transit (a maintain chunk committed in the child): the
+                    # newest complete state rather than wait for it.
                     return self._state
-                if current is None or self._followers == 0:
-                    break
-                deadline = deadline or time.monotonic() + FOLLOW_WAIT_S
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._lock.wait(left)
         # One reload at a time: readers that need the same epoch find it loaded when
         # they get their turn, instead of each reloading the whole graph at once.
         with self._loading:
@@ -215,6 +227,7 @@ class Graph:
     def _publish(self, state: GraphState) -> None:
         """Make ``state`` the current one (call with ``_lock`` held)."""
         self._state = state
+        self._behind_since = None
         if state.epoch is not None:
             self._recent[state.epoch] = state
             while len(self._recent) > HISTORY:
@@ -244,7 +257,8 @@ class Graph:
     @contextlib.contextmanager
     def following(self) -> Iterator[None]:
         """Within the block this process commits graph writes and ``advance``s the mirror
-        with each: a reader whose snapshot shows one before its step arrives waits for it."""
+        with each: a reader whose snapshot shows one before its step arrives gets the
+        newest state instead of reloading the whole graph."""
         with self._lock:
             self._followers += 1
         try:
@@ -305,13 +319,36 @@ class Graph:
         ``nodes``: inserted (row id, public id, kind, authority, summary row);
         ``edges``: written weights (weight 0 removes nothing: it is stored); ``priors``:
         written priors. See ``advance``; returns whether the mirror moved.
+
+        Returns once the next ``refresh`` shows the write (the next query must see
+        this process's teach or learn, and readers do not wait for steps): a step
+        that committed after one still in transit (a maintain chunk's) waits here
+        for it, at most ``FOLLOW_WAIT_S``, after which the mirror is marked stale.
         """
         delta = GraphDelta(nodes=list(nodes))
         for e in edges:
             delta.set_edge(e.source, e.target, e.weight)
         for row_id, prior in (priors or {}).items():
             delta.set_prior(row_id, prior)
-        return self.advance([Step(before, after, delta)])
+        moved = self.advance([Step(before, after, delta)])
+        with self._lock:
+            deadline = time.monotonic() + self._follow_wait_s
+            while (current := self._state.epoch) is not None and current < after:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    # The steps before ours never came: the next refresh reloads.
+                    self._state = replace(self._state, epoch=None)
+                    self._early.clear()
+                    return moved
+                self._lock.wait(left)
+                moved = True
+        return moved
+
+    @property
+    def held(self) -> int:
+        """Steps received but not applied yet (waiting for those before them, or held)."""
+        with self._lock:
+            return len(self._early)
 
     def summary_node(self, store: Store, summary_row: int) -> int | None:
         """The current state's ``summary_node`` (see ``GraphState.summary_node``)."""

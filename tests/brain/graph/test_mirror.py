@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from brain import Store, open_store
 from brain.graph.mirror import HISTORY, Graph, GraphDelta, GraphState, Step
-from brain.graph.nodes import NewNode, bump_epoch, graph_epoch, insert_node
+from brain.graph.nodes import EdgeWrite, NewNode, bump_epoch, graph_epoch, insert_node
 from tests.brain.graph.maintain.helpers import count_loads, mirror_maps
 
 WAIT_S = 30.0
@@ -71,24 +72,69 @@ def test_a_step_that_arrives_before_the_one_it_follows_waits_and_both_land_in_on
     assert start.out == {}  # the state a reader held is as it was
 
 
-def test_a_reader_a_step_ahead_waits_for_the_following_writer_instead_of_reloading(
+def test_a_reader_a_step_ahead_gets_the_newest_state_at_once_while_a_writer_follows(
     two: tuple[Store, Store],
 ) -> None:
     writer, reader = two
     a, b = _nodes(writer, 2)
     graph = Graph()
+    start = graph.refresh(reader)
+    loads = count_loads(graph)
+    with graph.following():
+        step = _write_edge(writer, a, b, 0.5)  # committed (a chunk); its step in transit
+        assert graph_epoch(reader) == step.after
+        state = graph.refresh(reader)  # no wait for the step, no reload of the graph
+        assert state is start
+        graph.advance([step])
+        assert graph.refresh(reader).out == {a: {b: 0.5}}
+    assert loads == []
+
+
+def test_a_mirror_that_stays_behind_a_reader_while_a_writer_follows_reloads(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b = _nodes(writer, 2)
+    graph = Graph(follow_wait_s=0.0)  # behind for longer than the wait from the start
     graph.refresh(reader)
     loads = count_loads(graph)
-    got: list[GraphState] = []
     with graph.following():
-        step = _write_edge(writer, a, b, 0.5)  # committed; its step not yet applied
-        thread = threading.Thread(target=lambda: got.append(graph.refresh(reader)))
+        step = _write_edge(writer, a, b, 0.5)  # another process's: no step will come
+        state = graph.refresh(reader)
+    assert loads == [step.after]
+    assert state.out == {a: {b: 0.5}}
+
+
+def test_a_teach_that_committed_after_a_step_in_transit_is_in_the_mirror_when_apply_returns(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b, c = _nodes(writer, 3)
+    graph = Graph()
+    graph.refresh(reader)
+    loads = count_loads(graph)
+    order: list[str] = []
+    seen: list[GraphState] = []
+
+    def teach(step: Step) -> None:
+        graph.apply(step.before, step.after, edges=[EdgeWrite(b, c, 0.25, "similar")])
+        order.append("teach applied")
+        seen.append(graph.refresh(reader))
+
+    with graph.following():
+        chunk = _write_edge(writer, a, b, 0.5)  # a maintain chunk, its step in transit
+        taught = _write_edge(writer, b, c, 0.25)  # the teach that waited for its lock
+        thread = threading.Thread(target=teach, args=(taught,))
         thread.start()
-        graph.advance([step])
+        deadline = time.monotonic() + WAIT_S
+        while graph.held == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)  # until the teach's step waits for the chunk's
+        order.append("chunk arrived")
+        graph.advance([chunk])
         thread.join(WAIT_S)
+    assert order == ["chunk arrived", "teach applied"]
+    assert seen[0].out == {a: {b: 0.5}, b: {c: 0.25}}
     assert loads == []
-    assert got[0].epoch == step.after
-    assert got[0].out == {a: {b: 0.5}}
 
 
 def test_a_write_of_another_process_still_makes_the_mirror_reload(
