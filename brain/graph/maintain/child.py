@@ -8,7 +8,8 @@ brain.graph.maintain.child``, the same ``brain`` package first on its path)
 that opens its own connection to the file, checks it is the same file, runs
 ``maintain`` and sends back, in order, over its stdout: progress reports, each
 committed chunk's ``Step`` (the parent advances its mirror with them) and the
-report, or the error. The parent passes the request on the child's stdin and
+report, or the error. It runs at a lower CPU priority (``NICENESS``), so
+the daemon's readers win a busy machine's cores. The parent passes the request on the child's stdin and
 keeps that pipe open: when the parent goes away (or gives up on the run) the
 pipe closes and the child exits at once, as a thread would have died with the
 process; an open chunk is rolled back by SQLite like any crash.
@@ -39,10 +40,13 @@ from brain.graph.mirror import Step
 from brain.progress import Progress, ignore
 from brain.store.connection import open_store
 
-__all__ = ["maintain_in_child", "main"]
+__all__ = ["NICENESS", "maintain_in_child", "main"]
 
 _HEADER: Final = struct.Struct(">I")
 _EXIT_WAIT_S: Final = 10.0
+NICENESS: Final = 10
+"""Added to the child's niceness: on a busy machine the daemon's readers win the cores
+(a run is batch work; a query waiting for a core is a user waiting)."""
 
 
 def maintain_in_child(
@@ -237,6 +241,8 @@ def _exit_when_parent_goes(fd: int) -> None:
 
 def main() -> None:
     """The child: read the request, run it, send progress, steps and the report."""
+    with contextlib.suppress(OSError):  # a platform without it runs at the parent's
+        os.nice(NICENESS)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints go to stderr, never into the frames
     (size,) = _HEADER.unpack(_read_exactly(0, _HEADER.size))

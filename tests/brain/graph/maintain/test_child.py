@@ -12,7 +12,7 @@ import pytest
 from brain import BrainConfig, Store, open_store
 from brain.errors import DatabaseFileLost, InvalidInput
 from brain.graph.maintain import MaintainOptions, maintain
-from brain.graph.maintain.child import maintain_in_child
+from brain.graph.maintain.child import NICENESS, maintain_in_child
 from brain.graph.mirror import Step
 from brain.graph.nodes import graph_epoch
 from tests.brain.graph.maintain.helpers import DAY, T0, G, dump, mixed
@@ -122,3 +122,18 @@ def test_a_run_the_caller_gives_up_on_ends_the_child_and_leaves_the_database_who
         assert store.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     finally:
         store.close()
+
+
+def test_the_child_runs_at_a_lower_cpu_priority_than_its_parent(g: G) -> None:
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    if mine >= 19:
+        pytest.skip("this process already runs at the lowest priority")
+    g.node("a")
+    seen: list[int] = []
+
+    def heard(done: int, total: int, phase: str) -> None:
+        seen.extend(os.getpriority(os.PRIO_PROCESS, pid) for pid in _children())
+
+    maintain_in_child(g.store.path, g.store.config, g.store.identity, ["health"], progress=heard)
+    assert seen
+    assert set(seen) == {min(mine + NICENESS, 19)}
