@@ -46,7 +46,7 @@ __all__ = ["Graph", "GraphDelta", "GraphState", "NodeEntry", "Step"]
 
 HISTORY: Final = 8
 """States kept for readers whose snapshot is a few steps behind the newest one."""
-FOLLOW_WAIT_S: Final = 2.0
+FOLLOW_WAIT_S: Final = 5.0
 """How long the mirror may stay behind a reader while a writer follows (then it reloads),
 and how long ``apply`` waits for the steps before its own."""
 _EARLY_LIMIT: Final = 100_000

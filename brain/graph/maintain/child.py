@@ -9,10 +9,13 @@ that opens its own connection to the file, checks it is the same file, runs
 ``maintain`` and sends back, in order, over its stdout: progress reports, each
 committed chunk's ``Step`` (the parent advances its mirror with them) and the
 report, or the error. It runs at a lower CPU priority (``NICENESS``), so
-the daemon's readers win a busy machine's cores. The parent passes the request on the child's stdin and
-keeps that pipe open: when the parent goes away (or gives up on the run) the
-pipe closes and the child exits at once, as a thread would have died with the
-process; an open chunk is rolled back by SQLite like any crash.
+the daemon's readers win a busy machine's cores, and the parent's pump hands
+the steps to the mirror in batches with rests between (``APPLY_SHARE``), so
+applying them never takes most of the parent's interpreter lock. The parent
+passes the request on the child's stdin and keeps that pipe open: when the
+parent goes away (or gives up on the run) the pipe closes and the child exits
+at once, as a thread would have died with the process; an open chunk is rolled
+back by SQLite like any crash.
 
 Frames are pickles behind a 4-byte length, between two processes running the
 same code. Tested in tests/brain/graph/maintain/test_child.py.
@@ -24,10 +27,12 @@ import contextlib
 import os
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
@@ -40,10 +45,14 @@ from brain.graph.mirror import Step
 from brain.progress import Progress, ignore
 from brain.store.connection import open_store
 
-__all__ = ["NICENESS", "maintain_in_child", "main"]
+__all__ = ["APPLY_SHARE", "NICENESS", "REST_MAX_S", "maintain_in_child", "main"]
 
 _HEADER: Final = struct.Struct(">I")
 _EXIT_WAIT_S: Final = 10.0
+APPLY_SHARE: Final = 0.5
+"""The pump applies the child's steps for at most this share of its time (see ``_pump``)."""
+REST_MAX_S: Final = 0.25
+"""The longest the pump holds the steps that arrived while it rests."""
 NICENESS: Final = 10
 """Added to the child's niceness: on a busy machine the daemon's readers win the cores
 (a run is batch work; a query waiting for a core is a user waiting)."""
@@ -121,23 +130,54 @@ def _pump(
     replies: queue.Queue[tuple[str, Any]],
     on_commit: Callable[[Sequence[Step]], object] | None,
 ) -> None:
-    """Read the child's frames: steps go to ``on_commit`` at once, the rest to ``replies``.
+    """Read the child's frames: steps go to ``on_commit``, the rest to ``replies``.
 
     Its own thread, so the mirror follows the chunks even while the caller's thread
     is held up by a progress report (a client slow to read its notifications).
+    Applying steps is Python holding this process's interpreter lock (a million
+    edge weights over a 100k-node run), so after each call the pump rests
+    (``_rest``) and hands what arrived meanwhile over in one call: the readers
+    keep most of the lock, and a bigger batch copies each touched row once.
+    Everything is handed over before any other frame (the report comes after
+    the last step).
     """
     frames = _Frames(fd)
+    pending: list[Step] = []
+    rest_until = 0.0
+
+    def hand_over() -> None:
+        nonlocal rest_until
+        if pending and on_commit is not None:
+            started = time.monotonic()
+            on_commit(list(pending))
+            rest_until = time.monotonic() + _rest(time.monotonic() - started)
+        pending.clear()
+
     try:
-        while batch := frames.next_batch():
-            steps = [body for kind, body in batch if kind == "step"]
-            if steps and on_commit is not None:
-                on_commit(steps)
-            for kind, body in batch:
-                if kind != "step":
-                    replies.put((kind, body))
+        while True:
+            wait = max(0.0, rest_until - time.monotonic()) if pending else None
+            batch = frames.next_batch(wait)
+            if batch is None:  # rested with steps waiting
+                hand_over()
+                continue
+            pending.extend(body for kind, body in batch if kind == "step")
+            others = [(kind, body) for kind, body in batch if kind != "step"]
+            if not batch or others or time.monotonic() >= rest_until:
+                hand_over()
+            for frame in others:
+                replies.put(frame)
+            if not batch:
+                break
     except Exception as exc:
         replies.put(("error", ("other", exc)))
     replies.put(("end", None))
+
+
+def _rest(took: float) -> float:
+    """How long the pump waits after applying steps for ``took`` seconds: as long again
+    (half the interpreter lock at most), never past ``REST_MAX_S`` (a teach waiting for
+    a step the pump holds waits that long at most)."""
+    return min(took * (1 - APPLY_SHARE) / APPLY_SHARE, REST_MAX_S)
 
 
 def _child_env() -> dict[str, str]:
@@ -172,12 +212,18 @@ class _Frames:
             frames.append(pickle.loads(body))  # noqa: S301 (our own child's frames)
         return frames
 
-    def next_batch(self) -> list[Any]:
-        """The frames complete now, waiting for at least one; empty at the end of the pipe."""
+    def next_batch(self, timeout: float | None = None) -> list[Any] | None:
+        """The frames complete now, waiting for at least one; empty at the end of the pipe,
+        None when ``timeout`` seconds passed without one."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             frames = self._complete()
             if frames:
                 return frames
+            if deadline is not None:
+                left = max(0.0, deadline - time.monotonic())
+                if not select.select([self._fd], [], [], left)[0]:
+                    return None
             chunk = os.read(self._fd, 1 << 20)
             if not chunk:
                 return []

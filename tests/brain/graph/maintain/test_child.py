@@ -3,7 +3,9 @@ and a run the caller gives up on ends the child."""
 
 from __future__ import annotations
 
+import itertools
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,10 +14,13 @@ import pytest
 from brain import BrainConfig, Store, open_store
 from brain.errors import DatabaseFileLost, InvalidInput
 from brain.graph.maintain import MaintainOptions, maintain
-from brain.graph.maintain.child import NICENESS, maintain_in_child
+from brain.graph.maintain.child import APPLY_SHARE, NICENESS, maintain_in_child
 from brain.graph.mirror import Step
 from brain.graph.nodes import graph_epoch
 from tests.brain.graph.maintain.helpers import DAY, T0, G, dump, mixed
+
+APPLY_S = 0.02
+EDGES = 300
 
 
 def _children() -> list[int]:
@@ -137,3 +142,34 @@ def test_the_child_runs_at_a_lower_cpu_priority_than_its_parent(g: G) -> None:
     maintain_in_child(g.store.path, g.store.config, g.store.identity, ["health"], progress=heard)
     assert seen
     assert set(seen) == {min(mine + NICENESS, 19)}
+
+
+def test_the_pump_rests_after_applying_steps_and_hands_over_those_that_came_meanwhile_at_once(
+    g: G,
+) -> None:
+    for i in range(EDGES + 1):
+        g.node(f"n{i}")
+    for i in range(EDGES):
+        g.edge(f"n{i}", f"n{i + 1}", 0.8, at=T0 - 30 * DAY)
+    calls: list[tuple[float, float, int]] = []
+
+    def slow(batch: Sequence[Step]) -> None:  # applying takes the lock for APPLY_S
+        started = time.monotonic()
+        time.sleep(APPLY_S)
+        calls.append((started, time.monotonic(), len(batch)))
+
+    maintain_in_child(
+        g.store.path,
+        g.store.config,
+        g.store.identity,
+        ["decay"],
+        options=MaintainOptions(chunk=1),
+        on_commit=slow,
+    )
+    assert sum(n for _, _, n in calls) == EDGES
+    assert len(calls) < EDGES  # steps that came while it applied or rested: one call
+    # Between two calls the pump rested as long as it had applied (APPLY_SHARE 0.5);
+    # only the last may come sooner: everything is handed over before the report.
+    rest = APPLY_S * (1 - APPLY_SHARE) / APPLY_SHARE
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(calls[:-1])]
+    assert all(gap >= rest * 0.9 for gap in gaps), gaps
