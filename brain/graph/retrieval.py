@@ -323,7 +323,7 @@ def teach(
         if score >= CONNECT_MIN_SIMILARITY
     ]
     added: list[tuple[int, str, str, str, int | None]] = []
-    with graph.following():  # a reader that sees this epoch first waits for the swap
+    with graph.following():  # a reader that sees this epoch first gets the state before
         with store.transaction():
             before = graph_epoch(store)
             row_id, node_id, created = insert_node(store, new)
@@ -419,7 +419,7 @@ def learn(
     if not -1.0 <= outcome <= 1.0:
         raise InvalidInput("outcome", "must be between -1 and 1")
     graph.refresh(store)
-    with graph.following():  # a reader that sees this epoch first waits for the swap
+    with graph.following():  # a reader that sees this epoch first gets the state before
         with store.transaction():
             trace = find_trace(store, trace_id, chat_id)
             before = graph_epoch(store)

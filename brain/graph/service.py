@@ -292,8 +292,8 @@ class GraphService:
                 dry_run=dry_run,
                 options=options,
                 progress=progress,
-                # Applied as they arrive, in the pump thread: a state costs the rows it
-                # changes, and readers rarely find the mirror behind.
+                # Applied in the pump thread, in batches with rests between: a state
+                # costs the rows it changes, and readers never wait for a step.
                 on_commit=graph.advance,
             )
             graph.advance([])  # any step still held, now
