@@ -18,6 +18,7 @@ export interface BrainPluginConfig {
   recall: "off" | "shadow" | "on" | undefined;
   subagentTokenCap: number;
   maintainEveryMs: number;
+  disposeCompactionMs: number;
 }
 
 function num(value: unknown, fallback: number): number {
@@ -46,5 +47,6 @@ export function resolveConfig(raw: Record<string, unknown> | undefined): BrainPl
     recall: recall === "off" || recall === "shadow" || recall === "on" ? recall : undefined,
     subagentTokenCap: num(c.subagentTokenCap, 200_000),
     maintainEveryMs: num(c.maintainEveryMs, 6 * 3_600_000),
+    disposeCompactionMs: num(c.disposeCompactionMs, 15_000),
   };
 }

@@ -22,6 +22,7 @@ import {
   type AssistantDefaults,
 } from "./convert.js";
 import type { SubagentGrants } from "./grants.js";
+import { finishImport, markImport, pendingImport } from "./imports.js";
 
 type Factory = Parameters<OpenClawPluginApi["registerContextEngine"]>[1];
 /** OpenClaw's ContextEngine interface, as the installed SDK declares it. */
@@ -124,6 +125,42 @@ function assistantDefaults(messages: HostMessage[], model: string | undefined): 
   return { api: "openai-completions", provider: "brain", model: model ?? "unknown" };
 }
 
+const SETTLE_POLL_MS = 50;
+
+/**
+ * Wait until brain's `info` reports no background compaction running or
+ * waiting (`compaction.active == 0`), for at most `withinMs` (each `info` at
+ * most `callMs`: a brain that does not answer is not waited on). A compaction
+ * still running then is left to brain's shutdown, which lets its current
+ * pass finish and commits what it folded.
+ */
+export async function settleCompactions(
+  client: BrainClient,
+  withinMs: number,
+  callMs: number,
+  log: Logger,
+): Promise<boolean> {
+  const until = Date.now() + withinMs;
+  try {
+    for (;;) {
+      const left = until - Date.now();
+      if (left <= 0) break;
+      const info = await client.call<{ compaction?: { active?: number } }>(
+        "info",
+        {},
+        { deadlineMs: Math.min(left, callMs), idempotent: true },
+      );
+      if (!info.compaction?.active) return true;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(SETTLE_POLL_MS, left)));
+    }
+  } catch (error) {
+    log.warn(`brain: could not wait for compaction before shutdown: ${describe(error)}`);
+    return false;
+  }
+  log.warn(`brain: a compaction was still running after ${withinMs} ms; brain finishes its current pass`);
+  return false;
+}
+
 /** A context engine over `deps.client`; it holds a reference on the child until disposed. */
 export function createEngine(deps: EngineDeps): ContextEngine {
   const { client, config, log, grants } = deps;
@@ -138,6 +175,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
     session: string,
     key: string | undefined,
     items: { message: AgentMessage; id: string }[],
+    deadlineMs = config.deadlineMs,
   ) {
     let ingested = 0;
     for (let i = 0; i < items.length; i += BATCH) {
@@ -148,7 +186,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
       };
       if (key) params.session_key = key;
       const result = await client.call<{ ingested: number }>("ingest", params, {
-        deadlineMs: config.deadlineMs,
+        deadlineMs,
         idempotent: true,
       });
       ingested += result.ingested;
@@ -162,6 +200,12 @@ export function createEngine(deps: EngineDeps): ContextEngine {
       }
     }
     return ingested;
+  }
+
+  // While a bootstrap import of the session is unfinished, brain's copy lacks
+  // part of its history (and the turns since).
+  function importing(session: string): boolean {
+    return pendingImport(config.db, session) !== undefined;
   }
 
   async function holdsSession(session: string): Promise<boolean> {
@@ -196,19 +240,57 @@ export function createEngine(deps: EngineDeps): ContextEngine {
 
     // History before brain knew the session (switching from another engine)
     // comes from the host's transcript API, ids = entry ids; a session brain
-    // already holds was filled by commitTurn and is left alone.
+    // already holds was filled by commitTurn and is left alone. The import is
+    // bounded by deadlineMs: one cut short (the deadline, a crash, the
+    // transcript unreadable) keeps its cursor and the next bootstrap resumes
+    // after the newest entry stored, up to the transcript's end (turns
+    // committed meanwhile included: commitTurn leaves those to it).
     async bootstrap({ sessionId, sessionKey, sessionTarget }) {
+      const started = Date.now();
       try {
-        if (await holdsSession(sessionId)) {
+        const pending = pendingImport(config.db, sessionId);
+        if (!pending && (await holdsSession(sessionId))) {
           return { bootstrapped: false, reason: "brain already holds this session" };
         }
+        // Before the first message is sent: a crash mid-import still leaves the mark.
+        if (!pending) markImport(config.db, sessionId, null);
         const target = { ...(sessionTarget as SessionTarget | undefined), sessionId };
         if (sessionKey && !target.sessionKey) target.sessionKey = sessionKey;
         let imported = 0;
-        for await (const page of deps.readHistory(target as Parameters<HistoryReader>[0])) {
-          const batch = page.map((e) => ({ message: e.message, id: `oc-entry-${e.entryId}` }));
-          if (batch.length > 0) imported += await ingest(sessionId, sessionKey, batch);
+        let after = pending?.last ?? null;
+        for (;;) {
+          let skipping = after;
+          for await (const page of deps.readHistory(target as Parameters<HistoryReader>[0])) {
+            let entries = page;
+            if (skipping !== null) {
+              const at = entries.findIndex((e) => e.entryId === skipping);
+              if (at < 0) continue;
+              entries = entries.slice(at + 1);
+              skipping = null;
+            }
+            if (entries.length === 0) continue;
+            const left = config.deadlineMs - (Date.now() - started);
+            if (left <= 0) {
+              log.info(
+                `brain: bootstrap of session ${sessionId} stopped at its deadline after ` +
+                  `${imported} messages; the next turn continues it`,
+              );
+              return {
+                bootstrapped: true,
+                importedMessages: imported,
+                reason: "import continues at the next bootstrap",
+              };
+            }
+            const batch = entries.map((e) => ({ message: e.message, id: `oc-entry-${e.entryId}` }));
+            imported += await ingest(sessionId, sessionKey, batch, left);
+            markImport(config.db, sessionId, entries[entries.length - 1]!.entryId);
+          }
+          if (skipping === null) break;
+          // The entry last stored is gone from the transcript (rewritten): send it
+          // all again; what brain holds already answers duplicate.
+          after = null;
         }
+        finishImport(config.db, sessionId);
         return { bootstrapped: true, importedMessages: imported };
       } catch (error) {
         log.warn(`brain: bootstrap of session ${sessionId} failed: ${describe(error)}`);
@@ -217,12 +299,14 @@ export function createEngine(deps: EngineDeps): ContextEngine {
     },
 
     async ingest({ sessionId, sessionKey, message }) {
+      if (importing(sessionId)) return { ingested: false };
       const m = asAgent(message);
       const n = await ingest(sessionId, sessionKey, [{ message: m, id: contentId(m) }]);
       return { ingested: n > 0 };
     },
 
     async ingestBatch({ sessionId, sessionKey, messages }) {
+      if (importing(sessionId)) return { ingestedCount: 0 };
       const batch = messages.map((message) => {
         const m = asAgent(message);
         return { message: m, id: contentId(m) };
@@ -233,6 +317,10 @@ export function createEngine(deps: EngineDeps): ContextEngine {
     // One ingest call is one brain transaction: the whole turn lands or none
     // of it; a retry with the same key finds every id stored.
     async commitTurn({ advancementKey, messages, sessionId, sessionKey }) {
+      // Mid-import the turn is left to the import, which reaches it in the
+      // transcript: stored now it would sit before older history, then again
+      // under its entry id.
+      if (importing(sessionId)) return { status: "committed" };
       const batch = messages.map((m, i) => ({ message: asAgent(m), id: `${advancementKey}:${i}` }));
       if (batch.length > BATCH) {
         log.warn(`brain: a turn of ${batch.length} messages is stored in several transactions`);
@@ -251,6 +339,13 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         stubs: config.stubs,
       };
       if (config.recall) params.recall = config.recall;
+      if (importing(sessionId)) {
+        log.info(
+          `brain: the import of session ${sessionId}'s history is not finished; ` +
+            "the host's messages stand in for this turn",
+        );
+        return { messages, estimatedTokens: estimate(messages) };
+      }
       try {
         const result = await client.call<{
           messages: Record<string, unknown>[];
@@ -365,10 +460,21 @@ export function createEngine(deps: EngineDeps): ContextEngine {
       await grants.close(childSessionKey);
     },
 
+    // A short-lived host (`openclaw agent --local`: one process per turn) shuts
+    // brain down moments after the commit, before the background compaction
+    // the commit made due has waited for the session to go quiet: history
+    // would never fold. So the last words wait, within disposeCompactionMs,
+    // until brain reports no compaction running or due.
     async dispose() {
       if (disposed) return;
       disposed = true;
-      await client.release();
+      try {
+        if (client.pid !== undefined && config.disposeCompactionMs > 0) {
+          await settleCompactions(client, config.disposeCompactionMs, config.deadlineMs, log);
+        }
+      } finally {
+        await client.release();
+      }
     },
   };
   return engine;

@@ -288,3 +288,163 @@ describe("messages kept out of context", { skip: needsBrain }, () => {
     assert.deepEqual(fromBrain(kept.message), nested);
   });
 });
+
+describe("short-lived hosts", { skip: needsBrain }, () => {
+  // A small fold threshold and a two-message tail, as the e2e sets them: the
+  // child inherits the host's environment (restored after each test).
+  const saved: Record<string, string | undefined> = {};
+  function brainEnv(env: Record<string, string>): void {
+    for (const [k, v] of Object.entries(env)) {
+      saved[k] = process.env[k];
+      process.env[k] = v;
+    }
+  }
+  afterEach(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  const FILLER =
+    "the staging cluster rotates its certificates on Mondays, the release train leaves on " +
+    "Thursdays at noon, backups are verified nightly and incidents get a written review. ";
+  function longTurn(n: number): Record<string, unknown>[] {
+    return [
+      user(`question ${n}: where is item ${n}? ${FILLER.repeat(3)}`, T + n * 10),
+      assistant([{ type: "text", text: `item ${n} is in drawer ${n}. ${FILLER.repeat(3)}` }], T + n * 10 + 1),
+    ];
+  }
+
+  test("one process per turn still folds history: dispose waits for the compaction the commit made due", async () => {
+    brainEnv({ BRAIN_FRESH_TAIL_COUNT: "2", BRAIN_COMPACTION_THRESHOLD_TOKENS: "300" });
+    h = harness();
+    // Each run as `openclaw agent --local` makes it: a fresh registration, one
+    // commit, then dispose (the last reference: brain is shut down).
+    for (let i = 1; i <= 4; i++) {
+      const run = harness({ db: h.db });
+      try {
+        const engine = await run.engine();
+        await engine.commitTurn!({ advancementKey: `a${i}`, messages: longTurn(i), sessionId: "s1" } as never);
+        await engine.dispose!();
+        assert.equal(run.plugin.client.pid, undefined);
+      } finally {
+        await run.close();
+      }
+    }
+    const engine = await h.engine();
+    const context = await engine.assemble({ sessionId: "s1", messages: [], tokenBudget: 100_000 });
+    assert.match(JSON.stringify(context.messages), /<summary id=\\"sum_/);
+    assert.ok(!h.logs.some((l) => /still running/.test(l.message)));
+  });
+});
+
+describe("a bootstrap cut short", { skip: needsBrain }, () => {
+  // A legacy transcript of turns 1..n: entry ids e<turn>-<i>, pages of one turn.
+  function transcript(n: number): TranscriptEntry[][] {
+    const pages = [];
+    for (let t = 1; t <= n; t++) {
+      pages.push(turn(t).map((message, i) => ({ entryId: `e${t}-${i}`, message: message as never })));
+    }
+    return pages;
+  }
+
+  async function contents(h: Harness, session: string): Promise<string[]> {
+    h.plugin.client.acquire();
+    const result = await h.plugin.client.call<{ messages: { content: unknown }[] }>(
+      "assemble",
+      { session, budget: 100_000, format: "anthropic", stubs: false },
+      { deadlineMs: 30_000 },
+    );
+    await h.plugin.client.release();
+    return result.messages.map((m) => JSON.stringify(m.content).match(/(question|item) \d+/)![0]);
+  }
+
+  test("is resumed by the next bootstrap after the newest entry stored, turns committed meanwhile included, nothing twice", async () => {
+    let entries = transcript(3);
+    let failAfter: number | undefined = 1; // the transcript turns unreadable after one page
+    const sent: string[] = [];
+    h = harness({}, async function* () {
+      for (const [i, page] of entries.entries()) {
+        if (failAfter !== undefined && i >= failAfter) throw new Error("the transcript is not readable yet");
+        sent.push(...page.map((e) => e.entryId));
+        yield page;
+      }
+    });
+    const engine = await h.engine();
+    const cut = await engine.bootstrap!({ sessionId: "s1", sessionFile: "" });
+    assert.equal(cut.bootstrapped, false);
+    assert.equal(await stored(h), 2);
+
+    // The turn that follows: brain's copy is incomplete, so the host's history
+    // stands in, and the commit is left to the import (the transcript has it next time).
+    const host = entries.flat().map((e) => e.message);
+    const assembled = await engine.assemble({ sessionId: "s1", messages: host as never, tokenBudget: 4000 });
+    assert.deepEqual(assembled.messages, host);
+    assert.deepEqual(
+      await engine.commitTurn!({ advancementKey: "adv-4", messages: turn(4), sessionId: "s1" } as never),
+      { status: "committed" },
+    );
+    entries = transcript(4);
+    failAfter = undefined;
+    sent.length = 0;
+
+    // A new run (process): the import resumes after e1-1 and reaches the end.
+    const next = harness({ db: h.db }, async function* () {
+      for (const page of entries) {
+        sent.push(...page.map((e) => e.entryId));
+        yield page;
+      }
+    });
+    try {
+      const resumed = await (await next.engine()).bootstrap!({ sessionId: "s1", sessionFile: "" });
+      assert.deepEqual(resumed, { bootstrapped: true, importedMessages: 6 });
+      const again = await (await next.engine()).bootstrap!({ sessionId: "s1", sessionFile: "" });
+      assert.equal(again.bootstrapped, false);
+    } finally {
+      await next.close();
+    }
+    assert.equal(await stored(h), 8);
+    assert.deepEqual(await contents(h, "s1"), [
+      "question 1", "item 1", "question 2", "item 2", "question 3", "item 3", "question 4", "item 4",
+    ]);
+    // Import done: turns are brain's again.
+    assert.deepEqual(
+      await engine.commitTurn!({ advancementKey: "adv-5", messages: turn(5), sessionId: "s1" } as never),
+      { status: "committed" },
+    );
+    assert.equal(await stored(h), 10);
+  });
+
+  test("stops at its deadline, and the next bootstrap completes it", async () => {
+    const deadlineMs = 3_000;
+    let slow = true;
+    const reader = async function* () {
+      const pages = transcript(3);
+      for (const [i, page] of pages.entries()) {
+        // Past the first page the transcript is slow to read: the deadline passes.
+        if (slow && i === 1) await new Promise((resolve) => setTimeout(resolve, deadlineMs + 200));
+        yield page;
+      }
+    };
+    h = harness({ deadlineMs }, reader);
+    const first = await (await h.engine()).bootstrap!({ sessionId: "s1", sessionFile: "" });
+    assert.deepEqual(first, {
+      bootstrapped: true,
+      importedMessages: 2,
+      reason: "import continues at the next bootstrap",
+    });
+    slow = false;
+    const next = harness({ db: h.db, deadlineMs }, reader);
+    try {
+      const second = await (await next.engine()).bootstrap!({ sessionId: "s1", sessionFile: "" });
+      assert.deepEqual(second, { bootstrapped: true, importedMessages: 4 });
+    } finally {
+      await next.close();
+    }
+    assert.equal(await stored(h), 6);
+    assert.deepEqual(await contents(h, "s1"), [
+      "question 1", "item 1", "question 2", "item 2", "question 3", "item 3",
+    ]);
+  });
+});
