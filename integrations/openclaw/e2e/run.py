@@ -15,14 +15,17 @@ between the plugin and brain (so the run sees what brain assembled, what the
 memory tool asked, and times the round trips) and loses one commit's answer on
 purpose, so that the commit is retried.
 
-The turns: two plain ones (long enough, with brain told to keep a two-message
-fresh tail and fold at a small threshold, that compaction runs), one where the
-model calls the plugin's ``memory_grep`` through OpenClaw's ``tool_call``, one
+The turns: two plain ones, one where the model first answers with a
+context-length error (OpenClaw compacts through the engine and retries) and
+then calls the plugin's ``memory_grep`` through OpenClaw's ``tool_call``, one
 whose commit answer is lost, and a last plain one (OpenClaw retries a failed
-commit at the start of its next run). Then it checks, through a brain daemon on
-the same database and OpenClaw's own transcript and log, and prints one JSON line
-(every value measured) and exits non-zero when a check fails. The per-turn cost
-of brain (assemble and commit round trips, the child's start) goes to stderr.
+commit at the start of its next run). brain keeps a two-message fresh tail and
+folds at a small threshold, so its own compaction (finished before each run's
+``dispose`` shuts brain down) folds history on plain turns too. Then it checks,
+through a brain daemon on the same database and OpenClaw's own transcript and
+log, and prints one JSON line (every value measured) and exits non-zero when a
+check fails. The per-turn cost of brain (assemble and commit round trips, the
+child's start) goes to stderr.
 """
 
 from __future__ import annotations
@@ -143,16 +146,20 @@ def _text(value: Any) -> str:
 
 def make_turns(nonce: str) -> list[Turn]:
     """The scripted conversation (markers carry a nonce: nothing else can contain them)."""
+    # (prompt, tool call, commit answer lost, context-length error first). The
+    # overflow comes while history outside the tail is still under the fold
+    # threshold (so OpenClaw's compact through the engine has something to fold);
+    # the tool turn's commit then passes the threshold, and brain's own
+    # compaction folds it before that run ends: the next turns see its summary.
     specs = [
-        ("The deploy key lives in vault/ci; remember where it is.", False, False),
-        ("Write down the release schedule for later.", False, False),
-        ("Where does the deploy key live? Search your memory. CALL_TOOL", True, False),
-        ("Summarise what we agreed about incidents.", False, True),
-        ("Thanks, that is all for today.", False, False),
+        ("The deploy key lives in vault/ci; remember where it is.", False, False, False),
+        ("Write down the release schedule for later.", False, False, False),
+        ("Where does the deploy key live? Search your memory. CALL_TOOL", True, False, True),
+        ("Summarise what we agreed about incidents.", False, True, False),
+        ("Thanks, that is all for today.", False, False, False),
     ]
     turns = []
-    for i, (text, tool, drop) in enumerate(specs, start=1):
-        last = i == len(specs)
+    for i, (text, tool, drop, overflow) in enumerate(specs, start=1):
         user = f"TURN{i}x{nonce}"
         turns.append(
             Turn(
@@ -162,7 +169,7 @@ def make_turns(nonce: str) -> list[Turn]:
                 reply_marker=f"REPLY{i}x{nonce}",
                 tool=tool,
                 drop_commit=drop,
-                overflow=last,
+                overflow=overflow,
             )
         )
     return turns
@@ -554,11 +561,31 @@ class Checks:
         return True
 
     def summary(self) -> bool:
-        """A model request carried one of brain's XML summaries."""
-        summary = re.compile(r'<summary id="sum_[0-9a-f]+"')
-        if any(summary.search(_text(r.get("messages"))) for r in self.requests):
-            return True
-        return self.fail("no model request contained a <summary id=...> from brain")
+        """A model request carried one of brain's XML summaries, and a plain turn's
+        request carried one that brain's own compaction made (not one of those the
+        engine's `compact`, called by OpenClaw's overflow recovery, answered with)."""
+        summary = re.compile(r'<summary id="(sum_[0-9a-f]+)"')
+        seen = [
+            (r, set(summary.findall(_text(r.get("messages")))))
+            for r in self.requests
+            if summary.search(_text(r.get("messages")))
+        ]
+        if not seen:
+            return self.fail("no model request contained a <summary id=...> from brain")
+        explicit = {
+            str(sid)
+            for t in self.trips
+            if t["method"] == "compact"
+            for sid in ((t["answer"].get("result") or {}).get("summaries") or [])
+        }
+        for request, ids in seen:
+            turn = self.script._turn(request.get("messages") or [])
+            if turn is not None and not turn.overflow and ids - explicit:
+                return True
+        return self.fail(
+            "no plain turn's model request carried a summary made by brain's own "
+            "compaction (only the overflow path's compact folded history)"
+        )
 
     def tool(self) -> bool:
         """The plugin's memory tool asked brain, and the model got brain's answer back."""
