@@ -16,7 +16,7 @@ Tested through the engine's ``query``, ``teach`` and ``learn`` in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -41,6 +41,7 @@ from brain.graph.nodes import (
     insert_node,
     write_edges,
 )
+from brain.graph.seeding import Seeder, SeedQuery, hybrid_seeds, vector_seeds
 from brain.graph.traces import Trace, find_trace, mark_learned, save_trace
 from brain.graph.traverse import TraverseOptions, traverse
 from brain.store.connection import Store
@@ -99,13 +100,17 @@ def run_query(
     conversations: Sequence[int] | None = None,
     summaries_only: bool = False,
     write: WritePath | None = None,
+    match: str | None = None,
+    seeder: Seeder = hybrid_seeds,
 ) -> QueryResult:
     """Seed, traverse, record the trace (unless ``record`` is False), build the context.
 
     ``conversations``: only summaries of these conversations may fire (taught,
     directive and workspace nodes also may, unless ``summaries_only``); None lets
     every summary fire. ``write``: where the trace is recorded (default: ``store``);
-    the engine reads on a read connection and records on its write path. The
+    the engine reads on a read connection and records on its write path. ``match``:
+    the query's FTS5 match expression (its keywords), for ``seeder``
+    (``brain.graph.seeding``). The
     whole query reads one state of the mirror, whatever is written meanwhile.
     """
     started = time.perf_counter()
@@ -113,7 +118,9 @@ def run_query(
     suppressed = _suppressed_summaries(store)
     outside = _OutsideScope(store, graph, conversations, summaries_only)
     blocked = _Blocked(suppressed, outside)
-    seeds = _seeds(store, graph, index, vector, options.top_k, allowed=lambda n: not outside(n))
+    seeds = seeder(
+        store, graph, index, SeedQuery(text, vector, match, options.top_k), lambda n: not outside(n)
+    )
     traversal = traverse(seeds, graph.neighbours, options, blocked)
     traverse_ms = (time.perf_counter() - started) * 1000
     nodes = get_nodes(store, list(traversal.fired) + [n for n, _ in seeds])
@@ -150,31 +157,6 @@ def run_query(
         inhibited=[public.get(n, str(n)) for n in traversal.inhibited],
         timings=timings,
     )
-
-
-def _seeds(
-    store: Store,
-    graph: Graph | GraphState,
-    index: VectorIndex,
-    vector: npt.NDArray[np.float32],
-    k: int,
-    *,
-    priors: bool = True,
-    allowed: Callable[[int], bool] = lambda _node: True,
-) -> list[tuple[int, float]]:
-    """The ``k`` nodes nearest the query, best first (summaries through their node).
-
-    With ``priors`` each node's learned prior is added to its similarity; the search
-    over-fetches so priors (and ``allowed``) can reorder and drop close candidates.
-    """
-    seeds: list[tuple[int, float]] = []
-    prior = graph.prior if priors else {}
-    for kind, row_id, score in index.search(store, vector, k * 2):
-        node = row_id if kind == "node" else graph.summary_node(store, row_id)
-        if node is not None and node in graph.kind and allowed(node):
-            seeds.append((node, score + prior.get(node, 0.0)))
-    seeds.sort(key=lambda s: -s[1])
-    return seeds[:k]
 
 
 class _OutsideScope:
@@ -319,7 +301,9 @@ def teach(
         trace = find_trace(store, chat_id=chat_id)
     neighbours = [
         (node, score)
-        for node, score in _seeds(store, graph, index, vector, CONNECT_K + 1, priors=False)
+        for node, score in vector_seeds(
+            store, graph, index, SeedQuery(new.text, vector, None, CONNECT_K + 1), priors=False
+        )
         if score >= CONNECT_MIN_SIMILARITY
     ]
     added: list[tuple[int, str, str, str, int | None]] = []

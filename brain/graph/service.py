@@ -76,12 +76,16 @@ class GraphService:
         conversations: Conversations | None = None,
         summaries_only: bool = False,
         embedded: EmbeddedQuery | None = None,
+        match: str | None = None,
     ) -> QueryResult:
-        """Retrieve from the graph: seeds nearest ``text``, spread, trace (``record``).
+        """Retrieve from the graph: seeds that best match ``text``, spread, trace (``record``).
 
         ``conversations``: only their summaries may fire (taught and workspace nodes
         also may, unless ``summaries_only``). ``embedded``: ``text`` already embedded
         (``Brain.embed_query``); otherwise it is embedded here, outside the lock.
+        ``match``: ``text``'s FTS5 match expression (the recall layer builds it), so
+        seeds come from keywords as well as vectors (``brain.graph.seeding``); None:
+        vectors alone.
         """
         from brain.graph.retrieval import run_query
         from brain.graph.traverse import TraverseOptions
@@ -109,6 +113,7 @@ class GraphService:
                 conversations=scope,
                 summaries_only=summaries_only,
                 write=self._access.write,
+                match=match,
             )
 
     def prepare_teach(self, node: NewNode, *, chat_id: str | None = None) -> NewNode:

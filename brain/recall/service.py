@@ -181,6 +181,8 @@ class RecallService:
         session never carries another session's conversation. ``embedded``: ``text``
         already embedded (``embed_query``); otherwise it is embedded here, outside the lock.
         """
+        from brain.recall.search.terms import fts_query
+
         return self._graph.query(
             text,
             chat_id=chat_id,
@@ -189,6 +191,7 @@ class RecallService:
             conversations=None if session is None else _of_session(session),
             summaries_only=summaries_only,
             embedded=embedded,
+            match=fts_query(text),
         )
 
     def recall_text(self, session: str) -> str:

@@ -1,0 +1,169 @@
+"""Where a graph query starts: the seeds, ranked as hybrid grep ranks messages.
+
+A seed source is one function (``Seeder``): it gets the query (its text, its
+vector and its full-text match expression) and returns the ``k`` best nodes,
+best first, with scores on one scale. ``hybrid_seeds`` (the default) fuses the
+nodes' keyword ranking (bm25 over ``nodes_fts`` and, for summary nodes,
+``summaries_fts``) with their vector ranking, min-max normalised and weighted as
+hybrid grep's ``weighted`` fusion does; ``vector_seeds`` is the vector ranking
+alone (what the graph seeded from before keywords, and what ``teach`` links a
+new node by). A better ranking (e.g. a learned ranker) replaces the function,
+nothing else.
+
+Learned priors are added after the fusion, in seed units: they reorder close
+candidates, they never lift a node the query does not match over one it does.
+
+Tested through the engine's ``query`` in ``tests/brain/graph/test_seeding.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from brain.graph.mirror import Graph
+from brain.graph.states import GraphState
+from brain.store.connection import Store
+from brain.vectors.index import VectorIndex
+
+LEXICAL_WEIGHT: Final = 0.7
+"""The keyword share of a seed's fused score, as hybrid grep's (``brain.recall.search``)."""
+SEED_SPAN: Final = 0.5
+"""Fused scores (0..1) are scaled to this span: seeds then sit as far apart as
+cosine similarities do, so the traversal's temperature treats them alike."""
+POOL_MIN: Final = 50
+"""Each ranking fetches at least this many candidates (3 x k when more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeedQuery:
+    """A query as seed sources see it."""
+
+    text: str
+    vector: npt.NDArray[np.float32]
+    match: str | None
+    """Its FTS5 match expression (None: no keyword to match, vectors alone)."""
+    k: int
+
+
+class Seeder(Protocol):
+    """A seed source: the ``query.k`` best nodes for ``query``, best first."""
+
+    def __call__(
+        self,
+        store: Store,
+        graph: Graph | GraphState,
+        index: VectorIndex,
+        query: SeedQuery,
+        allowed: Callable[[int], bool],
+        *,
+        priors: bool = True,
+    ) -> list[tuple[int, float]]: ...
+
+
+def vector_seeds(
+    store: Store,
+    graph: Graph | GraphState,
+    index: VectorIndex,
+    query: SeedQuery,
+    allowed: Callable[[int], bool] = lambda _node: True,
+    *,
+    priors: bool = True,
+) -> list[tuple[int, float]]:
+    """The ``k`` nodes nearest the query by cosine, best first (summaries through their node).
+
+    With ``priors`` each node's learned prior is added to its similarity; the search
+    over-fetches so priors (and ``allowed``) can reorder and drop close candidates.
+    """
+    prior = graph.prior if priors else {}
+    seeds = [
+        (node, score + prior.get(node, 0.0))
+        for node, score in _nearest(store, graph, index, query.vector, query.k * 2, allowed)
+    ]
+    seeds.sort(key=lambda s: -s[1])
+    return seeds[: query.k]
+
+
+def hybrid_seeds(
+    store: Store,
+    graph: Graph | GraphState,
+    index: VectorIndex,
+    query: SeedQuery,
+    allowed: Callable[[int], bool] = lambda _node: True,
+    *,
+    priors: bool = True,
+) -> list[tuple[int, float]]:
+    """The ``k`` best nodes by keyword and vector rankings fused, best first.
+
+    Without a match expression (a query of stop words or symbols) it is
+    ``vector_seeds``. Scores are ``SEED_SPAN x`` the fused score, plus the prior.
+    """
+    if query.match is None:
+        return vector_seeds(store, graph, index, query, allowed, priors=priors)
+    pool = max(query.k * 3, POOL_MIN)
+    lexical = _keywords(store, graph, query.match, pool, allowed)
+    semantic = _nearest(store, graph, index, query.vector, pool, allowed)
+    fused: dict[int, float] = {}
+    for ranking, share in ((lexical, LEXICAL_WEIGHT), (semantic, 1.0 - LEXICAL_WEIGHT)):
+        for (node, _), weight in zip(ranking, _min_max([s for _, s in ranking]), strict=True):
+            fused[node] = fused.get(node, 0.0) + share * weight
+    prior = graph.prior if priors else {}
+    seeds = [(node, SEED_SPAN * f + prior.get(node, 0.0)) for node, f in fused.items()]
+    seeds.sort(key=lambda s: -s[1])
+    return seeds[: query.k]
+
+
+def _nearest(
+    store: Store,
+    graph: Graph | GraphState,
+    index: VectorIndex,
+    vector: npt.NDArray[np.float32],
+    n: int,
+    allowed: Callable[[int], bool],
+) -> list[tuple[int, float]]:
+    """Up to ``n`` nodes by cosine, best first (a summary's vector stands for its node)."""
+    out: list[tuple[int, float]] = []
+    for kind, row_id, score in index.search(store, vector, n):
+        node = row_id if kind == "node" else graph.summary_node(store, row_id)
+        if node is not None and node in graph.kind and allowed(node):
+            out.append((node, score))
+    return out
+
+
+def _keywords(
+    store: Store, graph: Graph | GraphState, match: str, n: int, allowed: Callable[[int], bool]
+) -> list[tuple[int, float]]:
+    """Up to ``n`` nodes by bm25 (higher is better), best first: nodes' own text and
+    summaries' text (through their node)."""
+    found: list[tuple[int, float]] = [
+        (int(r[0]), -float(r[1]))
+        for r in store.execute(
+            "SELECT rowid, bm25(nodes_fts) FROM nodes_fts WHERE nodes_fts MATCH ? "
+            "ORDER BY rank LIMIT ?",
+            (match, n),
+        )
+    ]
+    for r in store.execute(
+        "SELECT rowid, bm25(summaries_fts) FROM summaries_fts WHERE summaries_fts MATCH ? "
+        "ORDER BY rank LIMIT ?",
+        (match, n),
+    ):
+        node = graph.summary_node(store, int(r[0]))
+        if node is not None:
+            found.append((node, -float(r[1])))
+    found = [(node, s) for node, s in found if node in graph.kind and allowed(node)]
+    found.sort(key=lambda f: -f[1])
+    return found[:n]
+
+
+def _min_max(scores: list[float]) -> list[float]:
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    if high == low:
+        return [1.0] * len(scores)
+    return [(s - low) / (high - low) for s in scores]
