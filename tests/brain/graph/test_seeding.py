@@ -1,0 +1,55 @@
+"""Where a graph query starts: seeds ranked by keywords and vectors fused (brain.graph.seeding)."""
+
+from __future__ import annotations
+
+from brain import Brain
+from brain.graph.nodes import NewNode
+from brain.graph.traverse import TraverseOptions
+
+QUERY = "When did the kestrel migration finish?"
+FAR = (
+    "Parking permits, printer toner, laptop invoices, hiring plans, the budget review, "
+    "lunch orders, weather alerts, badge renewals, desk moves and the kestrel cutover "
+    "wrapped up on Tuesday afternoon after the quarterly offsite planning session"
+)
+"""Matches the query's keyword ``kestrel`` but shares little else with it."""
+NEAR = [
+    "When did the team do it and when did they say so?",
+    "When did the thing happen, and did the others know when?",
+    "Did the crew say when the work would be done?",
+    "When did the people do what they did?",
+]
+"""Close to the query by words it is mostly made of, but with none of its keywords."""
+
+
+def test_a_node_matching_the_querys_keywords_is_seeded_though_far_in_vector_space(
+    fresh_brain: Brain,
+) -> None:
+    far = fresh_brain.teach(NewNode("teaching", FAR)).node_id
+    for text in NEAR:
+        fresh_brain.teach(NewNode("teaching", text))
+    result = fresh_brain.query(QUERY, options=TraverseOptions(top_k=2), record=False)
+    assert far in [node for node, _ in result.seeds]
+    assert result.fired[0].id == far
+
+
+def test_a_node_rewritten_or_deleted_is_found_by_its_current_words_only(
+    fresh_brain: Brain,
+) -> None:
+    node = fresh_brain.teach(NewNode("teaching", FAR)).node_id
+    store = fresh_brain.store
+
+    def matching(word: str) -> int:
+        return len(
+            list(store.execute("SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH ?", (word,)))
+        )
+
+    assert matching("kestrel") == 1
+    with store.transaction():
+        store.execute(
+            "UPDATE nodes SET content = 'the osprey cluster moved' WHERE node_id = ?", (node,)
+        )
+    assert (matching("osprey"), matching("kestrel")) == (1, 0)
+    with store.transaction():
+        store.execute("DELETE FROM nodes WHERE node_id = ?", (node,))
+    assert matching("osprey") == 0
