@@ -16,11 +16,18 @@ from brain.store.schema import CJK_GLOB
 
 __all__ = ["check", "repair"]
 
+_EXTERNAL = (
+    ("messages_fts", "messages"),
+    ("summaries_fts", "summaries"),
+    ("nodes_fts", "nodes"),
+)
+"""The external-content indexes and their rows (each row is in its index)."""
+
 
 def check(store: Store) -> Finding:
     """Compare each index with its rows and run FTS5's integrity-check on each."""
     found = Finding("fts")
-    for table, source in (("messages_fts", "messages"), ("summaries_fts", "summaries")):
+    for table, source in _EXTERNAL:
         found.count(source, store.scalar(f"SELECT count(*) FROM {source}"))  # noqa: S608
         found.problem(
             "error",
@@ -139,7 +146,7 @@ def _stale_cjk(store: Store, table: str, source: str) -> list[int]:
 def repair(store: Store, found: Finding) -> list[str]:
     """Rebuild each index the check found wrong (each in its own transaction)."""
     done: list[str] = []
-    for table in ("messages_fts", "summaries_fts"):
+    for table, _ in _EXTERNAL:
         if any(found.has(f"{table}_{k}") for k in ("missing", "stale", "integrity")):
             with store.transaction():
                 store.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")  # noqa: S608

@@ -10,28 +10,26 @@ from typing import Final
 
 # Version 14: the words of the graph's nodes are searchable, so a query seeds the
 # graph from keyword matches as well as from its nearest vectors (hybrid grep's
-# ranking, ``brain.graph.seeding``). Only nodes with their own text (taught nodes,
-# corrections, directives, workspace chunks) are indexed: a summary node reads its
-# summary's text, already in summaries_fts. Nodes are written by few paths (teach,
-# sync, maintain's merges and deletions), none as hot as ingest, so triggers keep
-# the index in step on every one of them.
+# ranking, ``brain.graph.seeding``). A summary node has no text of its own (it reads
+# its summary's, already in summaries_fts): it is indexed as an empty document, so
+# the index holds every node row and FTS5's integrity-check can compare the two.
+# Nodes are written by few paths (teach, sync, maintain's merges and deletions), none
+# as hot as ingest, so triggers keep the index in step on every one of them.
 _V14: Final = """
 CREATE VIRTUAL TABLE nodes_fts USING fts5(
     content, content='nodes', content_rowid='id',
     tokenize='porter unicode61 remove_diacritics 2'
 );
-INSERT INTO nodes_fts (rowid, content) SELECT id, content FROM nodes WHERE content IS NOT NULL;
-CREATE TRIGGER nodes_fts_insert AFTER INSERT ON nodes WHEN new.content IS NOT NULL BEGIN
+INSERT INTO nodes_fts (nodes_fts) VALUES ('rebuild');
+CREATE TRIGGER nodes_fts_insert AFTER INSERT ON nodes BEGIN
     INSERT INTO nodes_fts (rowid, content) VALUES (new.id, new.content);
 END;
-CREATE TRIGGER nodes_fts_delete AFTER DELETE ON nodes WHEN old.content IS NOT NULL BEGIN
+CREATE TRIGGER nodes_fts_delete AFTER DELETE ON nodes BEGIN
     INSERT INTO nodes_fts (nodes_fts, rowid, content) VALUES ('delete', old.id, old.content);
 END;
 CREATE TRIGGER nodes_fts_update AFTER UPDATE OF content ON nodes BEGIN
-    INSERT INTO nodes_fts (nodes_fts, rowid, content)
-        SELECT 'delete', old.id, old.content WHERE old.content IS NOT NULL;
-    INSERT INTO nodes_fts (rowid, content)
-        SELECT new.id, new.content WHERE new.content IS NOT NULL;
+    INSERT INTO nodes_fts (nodes_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO nodes_fts (rowid, content) VALUES (new.id, new.content);
 END;
 """
 

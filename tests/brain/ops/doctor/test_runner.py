@@ -130,6 +130,15 @@ def _delete_fts_row(sql: apsw.Connection) -> None:
     )
 
 
+def _delete_a_nodes_fts_row(sql: apsw.Connection) -> None:
+    # The newest summary node's (an empty document): the other breakages delete
+    # the taught node and the oldest summary node, which must still be indexed then.
+    sql.execute(
+        "INSERT INTO nodes_fts (nodes_fts, rowid, content) "
+        "SELECT 'delete', max(id), NULL FROM nodes WHERE kind = 'summary'"
+    )
+
+
 def _delete_cjk_row(sql: apsw.Connection) -> None:
     sql.execute("DELETE FROM messages_cjk")
 
@@ -198,6 +207,7 @@ def _withhold_a_clean_summary(sql: apsw.Connection) -> None:
 
 BREAKAGES: list[tuple[Callable[[apsw.Connection], None], str, dict[str, set[str]]]] = [
     (_delete_fts_row, "fts", {"fts": {"messages_fts_missing", "messages_fts_integrity"}}),
+    (_delete_a_nodes_fts_row, "fts", {"fts": {"nodes_fts_missing", "nodes_fts_integrity"}}),
     (_delete_cjk_row, "fts", {"fts": {"messages_cjk_missing"}}),
     (_shorten_a_vector, "vectors", {"vectors": {"wrong_dim"}}),
     (_ghost_vector, "vectors", {"vectors": {"ghosts"}}),
@@ -325,7 +335,8 @@ def test_an_older_database_is_a_warning_and_repair_migrates_it(
     db: Path, sql: apsw.Connection
 ) -> None:
     # A version-8 database: v9's graph tables and the rowid vectors table did not exist,
-    # nor v10's withheld marks, nor v12's messages.extra, nor v13's remembered budget.
+    # nor v10's withheld marks, nor v12's messages.extra, nor v13's remembered budget,
+    # nor v14's node index.
     sql.execute("PRAGMA foreign_keys = OFF")
     with sql:
         sql.execute(
@@ -336,7 +347,7 @@ def test_an_older_database_is_a_warning_and_repair_migrates_it(
             "ALTER TABLE summaries DROP COLUMN hidden_by; "
             "ALTER TABLE summaries DROP COLUMN replaces; "
             "ALTER TABLE summary_sources DROP COLUMN omitted; "
-            "DROP TABLE traces; DROP TABLE edges; DROP TABLE nodes; "
+            "DROP TABLE nodes_fts; DROP TABLE traces; DROP TABLE edges; DROP TABLE nodes; "
             "DROP INDEX summaries_suppressed; DROP TABLE vectors; DROP TABLE embed_queue; "
             "CREATE TABLE embed_queue (kind TEXT NOT NULL CHECK (kind IN ('message', 'summary')), "
             "row_id INTEGER NOT NULL, PRIMARY KEY (kind, row_id)) WITHOUT ROWID; "
