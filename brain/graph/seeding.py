@@ -4,8 +4,8 @@ A seed source is one function (``Seeder``): it gets the query (its text, its
 vector and its full-text match expression) and returns the ``k`` best nodes,
 best first, with scores on one scale. ``hybrid_seeds`` (the default) fuses the
 nodes' keyword ranking (bm25 over ``nodes_fts`` and, for summary nodes,
-``summaries_fts``) with their vector ranking, min-max normalised and weighted as
-hybrid grep's ``weighted`` fusion does; ``vector_seeds`` is the vector ranking
+``summaries_fts``) with their vector ranking, each scaled by its best score and weighted as
+hybrid grep's ``weighted`` fusion weighs them; ``vector_seeds`` is the vector ranking
 alone (what the graph seeded from before keywords, and what ``teach`` links a
 new node by). A better ranking (e.g. a learned ranker) replaces the function,
 nothing else.
@@ -109,7 +109,7 @@ def hybrid_seeds(
     semantic = _nearest(store, graph, index, query.vector, pool, allowed)
     fused: dict[int, float] = {}
     for ranking, share in ((lexical, LEXICAL_WEIGHT), (semantic, 1.0 - LEXICAL_WEIGHT)):
-        for (node, _), weight in zip(ranking, _min_max([s for _, s in ranking]), strict=True):
+        for (node, _), weight in zip(ranking, _scaled([s for _, s in ranking]), strict=True):
             fused[node] = fused.get(node, 0.0) + share * weight
     prior = graph.prior if priors else {}
     seeds = [(node, SEED_SPAN * f + prior.get(node, 0.0)) for node, f in fused.items()]
@@ -160,10 +160,13 @@ def _keywords(
     return found[:n]
 
 
-def _min_max(scores: list[float]) -> list[float]:
-    if not scores:
-        return []
-    low, high = min(scores), max(scores)
-    if high == low:
+def _scaled(scores: list[float]) -> list[float]:
+    """Scores as shares of the best (negative ones 0).
+
+    Not min-max: over a handful of candidates min-max sets the two best a whole
+    unit apart however close they are, and no prior could then reorder them.
+    """
+    high = max(scores, default=0.0)
+    if high <= 0:
         return [1.0] * len(scores)
-    return [(s - low) / (high - low) for s in scores]
+    return [max(0.0, s) / high for s in scores]
