@@ -171,6 +171,30 @@ def test_fts_index_follows_message_updates_and_deletes(store: Store) -> None:
     assert matches("words") == []
 
 
+def test_a_version_13_databases_nodes_are_searchable_by_keyword_after_migrating(
+    db_path: Path,
+) -> None:
+    conn = apsw.Connection(str(db_path))
+    with conn:
+        for script in MIGRATIONS[:13]:
+            conn.execute(script)
+        conn.execute("PRAGMA user_version = 13")
+        conn.execute(
+            "INSERT INTO nodes (node_id, kind, content, created_at) "
+            "VALUES ('nd_old', 'teaching', 'the kestrel cluster runs in Frankfurt', 't')"
+        )
+    conn.close()
+    engine = Brain(db_path, BrainConfig())
+    try:
+        found = engine.store.execute(
+            "SELECT n.node_id FROM nodes_fts JOIN nodes n ON n.id = nodes_fts.rowid "
+            "WHERE nodes_fts MATCH 'kestrel'"
+        )
+        assert [r[0] for r in found] == ["nd_old"]
+    finally:
+        engine.close()
+
+
 def test_a_version_11_database_gains_the_message_extra_column(db_path: Path) -> None:
     conn = apsw.Connection(str(db_path))
     with conn:
