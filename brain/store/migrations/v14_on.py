@@ -1,4 +1,5 @@
-"""Migrations from 14 on, as data: the graph's nodes are searchable by keyword.
+"""Migrations from 14 on, as data: the graph's nodes are searchable by keyword (and
+their vocabulary readable).
 
 Appended to ``MIGRATIONS`` in ``brain.store.schema`` like the earlier modules; a
 released script is never edited. Tested through ``tests/brain/store/test_schema.py``.
@@ -33,5 +34,13 @@ CREATE TRIGGER nodes_fts_update AFTER UPDATE OF content ON nodes BEGIN
 END;
 """
 
-SCRIPTS: Final[tuple[str, ...]] = (_V14,)
+# Version 15: the node index's vocabulary, so a keyword search can leave out words
+# that most nodes hold (``brain.graph.seeding``): scoring every node such a word
+# matches cost the most and added least. An fts5vocab table stores nothing; it reads
+# nodes_fts. Read connections are query_only, so it cannot be made on demand there.
+_V15: Final = """
+CREATE VIRTUAL TABLE nodes_fts_vocab USING fts5vocab(nodes_fts, row);
+"""
+
+SCRIPTS: Final[tuple[str, ...]] = (_V14, _V15)
 """The scripts to versions 14 on, in order."""

@@ -280,7 +280,8 @@ def test_a_database_from_before_withholding_hides_summaries_of_suppressed_text_o
             "ALTER TABLE conversations DROP COLUMN assemble_budget; "
             "ALTER TABLE conversations DROP COLUMN assemble_budget_seq; "
             "DROP TRIGGER nodes_fts_insert; DROP TRIGGER nodes_fts_delete; "
-            "DROP TRIGGER nodes_fts_update; DROP TABLE nodes_fts; PRAGMA user_version = 10"
+            "DROP TRIGGER nodes_fts_update; DROP TABLE nodes_fts_vocab; DROP TABLE nodes_fts; "
+            "PRAGMA user_version = 10"
         )
     sql.close()
     brain = Brain(path, SMALL_BRAIN)

@@ -336,7 +336,7 @@ def test_an_older_database_is_a_warning_and_repair_migrates_it(
 ) -> None:
     # A version-8 database: v9's graph tables and the rowid vectors table did not exist,
     # nor v10's withheld marks, nor v12's messages.extra, nor v13's remembered budget,
-    # nor v14's node index.
+    # nor v14's node index and v15's view of its vocabulary.
     sql.execute("PRAGMA foreign_keys = OFF")
     with sql:
         sql.execute(
@@ -347,7 +347,8 @@ def test_an_older_database_is_a_warning_and_repair_migrates_it(
             "ALTER TABLE summaries DROP COLUMN hidden_by; "
             "ALTER TABLE summaries DROP COLUMN replaces; "
             "ALTER TABLE summary_sources DROP COLUMN omitted; "
-            "DROP TABLE nodes_fts; DROP TABLE traces; DROP TABLE edges; DROP TABLE nodes; "
+            "DROP TABLE nodes_fts_vocab; DROP TABLE nodes_fts; "
+            "DROP TABLE traces; DROP TABLE edges; DROP TABLE nodes; "
             "DROP INDEX summaries_suppressed; DROP TABLE vectors; DROP TABLE embed_queue; "
             "CREATE TABLE embed_queue (kind TEXT NOT NULL CHECK (kind IN ('message', 'summary')), "
             "row_id INTEGER NOT NULL, PRIMARY KEY (kind, row_id)) WITHOUT ROWID; "
