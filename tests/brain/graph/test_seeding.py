@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from brain import Brain
 from brain.graph.nodes import NewNode
 from brain.graph.traverse import TraverseOptions
@@ -53,3 +55,23 @@ def test_a_node_rewritten_or_deleted_is_found_by_its_current_words_only(
     with store.transaction():
         store.execute("DELETE FROM nodes WHERE node_id = ?", (node,))
     assert matching("osprey") == 0
+
+
+def test_in_a_large_graph_a_query_of_common_words_and_one_rare_word_seeds_the_rare_match(
+    fresh_brain: Brain, tmp_path: Path
+) -> None:
+    # Over 2,000 nodes, "weekly" and "report" (in every node) are left out of the
+    # keyword search (brain.graph.seeding.FREQUENT_SHARE); "kestrel" still finds its node.
+    notes = tmp_path / "workspace" / "memory"
+    notes.mkdir(parents=True)
+    sections = [
+        f"## Note {i}\n\nThe weekly report number {i} lists nothing new.\n" for i in range(2_100)
+    ]
+    sections[1_234] = "## Note 1234\n\nThe weekly report says kestrel moved to Frankfurt.\n"
+    (notes / "notes.md").write_text("# Notes\n\n" + "\n".join(sections))
+    fresh_brain.sync(tmp_path / "workspace")
+    assert fresh_brain.info().nodes > 2_000
+    result = fresh_brain.query(
+        "weekly report kestrel", options=TraverseOptions(top_k=3), record=False
+    )
+    assert "kestrel" in result.fired[0].text
