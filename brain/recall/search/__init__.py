@@ -15,6 +15,9 @@ Four modes:
 * ``hybrid``: the full_text and semantic rankings fused, by reciprocal rank
   (``rrf``, k=60) or by min-max normalised scores averaged (``weighted``).
 
+Hybrid and full_text (not scope ``files``) then go through the learned ranking
+stage (``ranking``), unless ``rank`` is False.
+
 Scope ``files`` searches the text of large payload files (``brain.payloads.filetext``)
 instead: full_text is bm25 over ``files_fts`` (the first ``INDEX_BYTES`` of each
 payload), regex reads the files themselves in bounded pieces under the same
@@ -52,6 +55,7 @@ from brain.recall.search.model import (
     Nearest,
 )
 from brain.recall.search.pattern import regex_search
+from brain.recall.search.ranking import ranked_search
 from brain.recall.search.semantic import hybrid_search, semantic_search
 from brain.recall.search.terms import STOP_WORDS, CjkTerms, cjk_terms, fts_query
 from brain.store.connection import Store
@@ -80,6 +84,13 @@ def grep(store: Store, options: GrepOptions, nearest: Nearest | None = None) -> 
 
     ``nearest`` answers the vector side of semantic and hybrid searches.
     """
+    if options.rank and options.mode in ("full_text", "hybrid") and options.scope != "files":
+        if options.mode == "hybrid" and nearest is None:
+            raise InvalidInput("mode", "hybrid search needs a vector index")
+        if options.mode == "full_text" and fts_query(options.query) is None:
+            # CJK runs only (or no words: it raises): nothing for the model to weigh.
+            return _with_names(store, full_text_search(store, options))
+        return _with_names(store, ranked_search(store, options, nearest))
     if options.mode == "regex":
         hits = regex_search(store, options)
     elif options.mode in ("semantic", "hybrid"):

@@ -48,6 +48,9 @@ class GrepOptions:
     before: str | None = None
     limit: int = 20
     fusion: Fusion = "weighted"
+    rank: bool = True
+    """Hybrid and full_text: order by the learned ranking stage (``ranking``); False
+    keeps the fused (or bm25) order."""
 
 
 @dataclass(frozen=True, slots=True)

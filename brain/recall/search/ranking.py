@@ -1,0 +1,286 @@
+"""The ranking stage of hybrid and full_text grep: a small learned model reorders candidates.
+
+The candidates are the union of the full-text and semantic rankings (``POOL`` each)
+and their neighbour turns, as the weighted fusion builds them. Each gets a row of
+cheap features (``FEATURES``) computed over the whole pool at once with numpy: its
+bm25 and cosine scores and ranks, today's fused score, its neighbours' scores, the
+best scores of its day (the turns of one conversation written on the same date,
+a sitting), its length, whether its speaker is named in the query, and whether it
+was written inside a time the query names (``brain.recall.search.when``). A
+logistic regression over the standardised features orders them; its weights ship
+in ``ranker.json`` beside this module, written by ``scripts/train_ranker.py`` from
+the LoCoMo dev split (see the file's ``provenance``). ``GrepOptions.rank`` False
+skips the stage (today's fused order).
+
+Adding a feature is one line in ``FEATURES`` and a retrain: the weights file lists
+the feature names it was trained on and is refused (``RankerMismatch``) when they
+differ, as when its ``version`` is not ``RANKER_VERSION``.
+Tested in tests/brain/recall/search/test_ranking.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import date
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import orjson
+from numpy.typing import NDArray
+
+from brain.recall.search.fulltext import full_text_search
+from brain.recall.search.model import LEXICAL_WEIGHT, WORD, GrepOptions, Hit, Nearest
+from brain.recall.search.semantic import _min_max, _spread_to_neighbours, semantic_search
+from brain.recall.search.terms import fts_query
+from brain.recall.search.when import resolve
+from brain.store.connection import Store
+
+RANKER_VERSION: Final = 1
+"""The weights file format (and feature semantics) this code reads."""
+WEIGHTS_PATH: Final = Path(__file__).with_name("ranker.json")
+POOL: Final = 100
+"""Candidates taken from each ranking: the stage reorders, it cannot find more."""
+
+Floats = NDArray[np.float64]
+
+
+class RankerMismatch(ValueError):
+    """The weights file does not fit this code (another version or other features)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The pool the stage orders, one entry per hit, as parallel numpy arrays."""
+
+    options: GrepOptions
+    hits: list[Hit]
+    row_ids: NDArray[np.int64]
+    """Message row id, -1 for summaries."""
+    lexical: Floats
+    """bm25 min-max normalised over the full-text ranking; 0 when not in it."""
+    lexical_rank: Floats
+    """1 / (1 + rank) in the full-text ranking; 0 when not in it."""
+    cosine: Floats
+    """Cosine to the query; the pool's lowest when not among the nearest."""
+    cosine_rank: Floats
+    fused: Floats
+    """Today's weighted fusion score, with the neighbour share."""
+    neighbour: NDArray[np.int64]
+    """(n, 2): the index of the turn before and after in the pool, -1 if absent."""
+    day: NDArray[np.int64]
+    """Group id of (session, date written)."""
+    length: Floats
+    """Characters of the content (0 for summaries)."""
+    names: list[str | None]
+    created: list[str]
+
+
+Feature = Callable[[Store, Candidates], Floats]
+
+
+def _neighbour_max(values: Floats, c: Candidates) -> Floats:
+    padded = np.append(values, 0.0)  # index -1 reads the pad
+    return np.asarray(np.maximum(padded[c.neighbour[:, 0]], padded[c.neighbour[:, 1]]))
+
+
+def _day_max(values: Floats, c: Candidates) -> Floats:
+    best = np.full(int(c.day.max()) + 1 if len(c.day) else 0, -np.inf)
+    np.maximum.at(best, c.day, values)
+    return np.asarray(best[c.day])
+
+
+def _speaker_named(_: Store, c: Candidates) -> Floats:
+    words = {w.lower() for w in WORD.findall(c.options.query)}
+    return np.array(
+        [1.0 if n and any(p.lower() in words for p in n.split()) else 0.0 for n in c.names]
+    )
+
+
+def _intervals(store: Store, c: Candidates) -> list[tuple[str, str]]:
+    anchor = _anchor(store, c)
+    if anchor is None:
+        return []
+    return [(a.isoformat(), b.isoformat()) for a, b in resolve(c.options.query, anchor)]
+
+
+def _date_match(store: Store, c: Candidates) -> Floats:
+    spans = _intervals(store, c)
+    days = np.array([t[:10] for t in c.created], dtype=object)
+    hit = np.zeros(len(days), dtype=bool)
+    for start, end in spans:
+        hit |= (days >= start) & (days < end)
+    return hit.astype(np.float64)
+
+
+def _dated_query(store: Store, c: Candidates) -> Floats:
+    return np.full(len(c.hits), 1.0 if _intervals(store, c) else 0.0)
+
+
+FEATURES: Final[tuple[tuple[str, Feature], ...]] = (
+    ("lexical", lambda _, c: c.lexical),
+    ("lexical_rank", lambda _, c: c.lexical_rank),
+    ("lexical_absent", lambda _, c: (c.lexical_rank == 0).astype(np.float64)),
+    ("cosine", lambda _, c: c.cosine),
+    ("cosine_rank", lambda _, c: c.cosine_rank),
+    ("fused", lambda _, c: c.fused),
+    ("neighbour_lexical", lambda _, c: _neighbour_max(c.lexical, c)),
+    ("neighbour_cosine", lambda _, c: _neighbour_max(c.cosine, c)),
+    ("day_lexical", lambda _, c: _day_max(c.lexical, c)),
+    ("day_cosine", lambda _, c: _day_max(c.cosine, c)),
+    ("log_length", lambda _, c: np.log1p(c.length)),
+    ("speaker_named", _speaker_named),
+    ("date_match", _date_match),
+    ("dated_query", _dated_query),
+    ("summary", lambda _, c: (c.row_ids < 0).astype(np.float64)),
+)
+"""(name, function of the pool): one column each, in the order the weights use."""
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A logistic regression over standardised features."""
+
+    mean: Floats
+    scale: Floats
+    weights: Floats
+    bias: float
+
+    def score(self, x: Floats) -> Floats:
+        """The log-odds that each row is evidence."""
+        return np.asarray(((x - self.mean) / self.scale) @ self.weights + self.bias)
+
+
+def ranked_search(store: Store, options: GrepOptions, nearest: Nearest | None) -> list[Hit]:
+    """Hybrid (``nearest`` given) or full-text grep, the candidates ordered by the model.
+
+    A hit's ``score`` is the model's log-odds. The entry point other stages (the
+    graph's seeds) call for the best retrieval.
+    """
+    pool = candidates(store, options, nearest)
+    if not pool.hits:
+        return []
+    model = load_models()["hybrid" if nearest is not None else "full_text"]
+    scores = model.score(features(store, pool))
+    order = np.argsort(-scores, kind="stable")[: options.limit]
+    return [replace(pool.hits[i], score=float(scores[i])) for i in order]
+
+
+def features(store: Store, pool: Candidates) -> Floats:
+    """The (candidates, features) matrix, columns in ``FEATURES`` order."""
+    return np.column_stack([np.asarray(fn(store, pool), dtype=np.float64) for _, fn in FEATURES])
+
+
+def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> Candidates:
+    """The full-text and semantic rankings' union, with neighbours, in today's fused order."""
+    wide = replace(options, limit=max(options.limit, POOL))
+    lexical = full_text_search(store, wide) if fts_query(options.query) is not None else []
+    semantic = semantic_search(store, wide, nearest) if nearest is not None else []
+    fused: dict[tuple[str, str], float] = {}
+    by_key: dict[tuple[str, str], Hit] = {}
+    lex: dict[tuple[str, str], tuple[float, int]] = {}
+    cos: dict[tuple[str, str], tuple[float, int]] = {}
+    share = LEXICAL_WEIGHT if semantic else 1.0
+    for ranking, part, seen in ((lexical, share, lex), (semantic, 1.0 - share, cos)):
+        normalised = _min_max([h.score for h in ranking])
+        for rank, (hit, norm) in enumerate(zip(ranking, normalised, strict=True)):
+            key = (hit.kind, hit.id)
+            seen[key] = (norm if seen is lex else hit.score, rank)
+            fused[key] = fused.get(key, 0.0) + part * norm
+            by_key.setdefault(key, hit)  # lexical first: its snippet marks the match
+    _spread_to_neighbours(store, options, fused, by_key)
+    keys = sorted(fused, key=lambda k: fused[k], reverse=True)
+    hits = [replace(by_key[k], score=fused[k]) for k in keys]
+    n = len(hits)
+    floor = min((s for s, _ in cos.values()), default=0.0)
+    info = _message_info(store, hits)
+    position = {(h.session, h.seq): i for i, h in enumerate(hits) if h.kind == "message"}
+    neighbour = np.full((n, 2), -1, dtype=np.int64)
+    for i, h in enumerate(hits):
+        if h.kind == "message" and h.seq is not None:
+            neighbour[i, 0] = position.get((h.session, h.seq - 1), -1)
+            neighbour[i, 1] = position.get((h.session, h.seq + 1), -1)
+    groups: dict[tuple[str, str], int] = {}
+    day = np.array(
+        [groups.setdefault((h.session, h.created_at[:10]), len(groups)) for h in hits],
+        dtype=np.int64,
+    )
+    rows = [info.get((h.session, h.seq)) if h.kind == "message" else None for h in hits]
+    return Candidates(
+        options=options,
+        hits=hits,
+        row_ids=np.array([r[0] if r else -1 for r in rows], dtype=np.int64),
+        lexical=np.array([lex[k][0] if k in lex else 0.0 for k in keys]),
+        lexical_rank=np.array([1.0 / (1 + lex[k][1]) if k in lex else 0.0 for k in keys]),
+        cosine=np.array([cos[k][0] if k in cos else floor for k in keys]),
+        cosine_rank=np.array([1.0 / (1 + cos[k][1]) if k in cos else 0.0 for k in keys]),
+        fused=np.array([fused[k] for k in keys]),
+        neighbour=neighbour,
+        day=day,
+        length=np.array([float(r[2]) if r else 0.0 for r in rows]),
+        names=[r[1] if r else None for r in rows],
+        created=[h.created_at for h in hits],
+    )
+
+
+def _message_info(store: Store, hits: list[Hit]) -> dict[tuple[str, int | None], Any]:
+    """(row id, name, characters) of the message hits, in one statement."""
+    wanted = [[h.session, h.seq] for h in hits if h.kind == "message" and h.seq is not None]
+    if not wanted:
+        return {}
+    return {
+        (str(r[0]), int(r[1])): (int(r[2]), r[3], int(r[4]))
+        for r in store.execute(
+            "SELECT c.session_id, m.seq, m.id, m.name, length(m.content) FROM json_each(?) j "
+            "CROSS JOIN conversations c ON c.session_id = j.value ->> 0 "
+            "CROSS JOIN messages m ON m.conversation_id = c.id AND m.seq = j.value ->> 1",
+            (orjson.dumps(wanted).decode(),),
+        )
+    }
+
+
+def _anchor(store: Store, c: Candidates) -> date | None:
+    """The conversation's "now": its latest message's date (of the scope, or of the pool)."""
+    latest: str | None = None
+    convs = c.options.conversations
+    if convs is not None:
+        row = store.one(
+            "SELECT max((SELECT created_at FROM messages WHERE conversation_id = j.value "
+            "ORDER BY seq DESC LIMIT 1)) FROM json_each(?) j",
+            (orjson.dumps(list(convs)).decode(),),
+        )
+        latest = None if row is None else row[0]
+    if latest is None:
+        latest = max(c.created, default=None)
+    try:
+        return date.fromisoformat(latest[:10]) if latest else None
+    except ValueError:
+        return None
+
+
+@functools.cache
+def load_models(path: Path = WEIGHTS_PATH) -> dict[str, Model]:
+    """The shipped models by mode (``hybrid``, ``full_text``), checked against this code."""
+    data = json.loads(path.read_text())
+    if data.get("version") != RANKER_VERSION:
+        raise RankerMismatch(
+            f"{path}: weights version {data.get('version')!r}, this code reads {RANKER_VERSION}"
+        )
+    names = [name for name, _ in FEATURES]
+    if data.get("features") != names:
+        raise RankerMismatch(f"{path}: trained on features {data.get('features')}, not {names}")
+    models = {}
+    for mode, m in data["models"].items():
+        models[mode] = Model(
+            mean=np.array(m["mean"], dtype=np.float64),
+            scale=np.array(m["scale"], dtype=np.float64),
+            weights=np.array(m["weights"], dtype=np.float64),
+            bias=float(m["bias"]),
+        )
+        if not all(math.isfinite(v) for v in models[mode].weights):
+            raise RankerMismatch(f"{path}: {mode} weights are not finite")
+    return models

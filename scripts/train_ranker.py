@@ -1,0 +1,222 @@
+"""Train grep's ranking stage on LoCoMo dev, cross-validated by conversation; write its weights.
+
+Usage::
+
+    python scripts/train_ranker.py ../shared/data/locomo/locomo_dev.json [--no-write] [--json]
+
+The conversations are ingested through the daemon as ``scripts/eval_locomo.py``
+does; then, in-process, every question's candidate pool and feature matrix
+(``brain.recall.search.ranking``) are collected for ``hybrid`` (with vectors) and
+``full_text`` (without), labelled 1 where the candidate is one of its evidence
+turns. A logistic regression (L2, on standardised features, fitted by Newton's
+method) is trained on four conversations and scored on the fifth, in every
+rotation: that is the cross-validated figure. As a control the same is done with
+the training labels shuffled within each question. Finally one model per mode is
+fitted on all of dev and written to ``brain/recall/search/ranker.json`` with the
+data's provenance (unless ``--no-write``).
+
+Only the dev split is used; the regularisation strength is a round number, not
+searched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import eval_locomo as ev
+
+from brain import Brain, GrepOptions
+from brain.recall import search as search_package
+from brain.recall.search import ranking
+from protocol.client import Client
+
+L2: Final = 1.0
+MODES: Final = ("hybrid", "full_text")
+
+
+@dataclass(slots=True)
+class Pool:
+    """One question's candidates: their ids, features and labels."""
+
+    question: ev.Question
+    ids: list[str]
+    x: NDArray[np.float64]
+    y: NDArray[np.float64]
+
+
+def collect(db: Path, questions: Sequence[ev.Question], mode: str) -> list[Pool]:
+    """Every question's candidate pool in ``mode``, from the database at ``db``."""
+    captured: list[tuple[list[str], NDArray[np.float64]]] = []
+
+    def capture(store: Any, options: GrepOptions, nearest: Any) -> list[Any]:
+        pool = ranking.candidates(store, options, nearest if mode == "hybrid" else None)
+        x = ranking.features(store, pool) if pool.hits else np.zeros((0, len(ranking.FEATURES)))
+        captured.append(([h.id for h in pool.hits], x))
+        return []
+
+    original = search_package.grep
+    search_package.grep = capture  # type: ignore[assignment]
+    pools = []
+    try:
+        brain = Brain(db)
+        for q in questions:
+            captured.clear()
+            options = GrepOptions(q.question, mode="hybrid", scope="messages", limit=ev.LIMIT)
+            try:
+                brain.grep(options, session=q.sample_id)
+            except Exception:  # a question with no words: no candidates
+                captured.append(([], np.zeros((0, len(ranking.FEATURES)))))
+            ids, x = captured[-1]
+            evidence = set(q.evidence)
+            y = np.array([1.0 if i in evidence else 0.0 for i in ids])
+            pools.append(Pool(q, ids, x, y))
+        brain.close()
+    finally:
+        search_package.grep = original  # type: ignore[assignment]
+    return pools
+
+
+def fit(pools: Sequence[Pool]) -> dict[str, Any]:
+    """A logistic regression on the pools' rows: mean, scale, weights, bias."""
+    x = np.vstack([p.x for p in pools if len(p.ids)])
+    y = np.concatenate([p.y for p in pools if len(p.ids)])
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = np.column_stack([(x - mean) / scale, np.ones(len(x))])
+    w = np.zeros(z.shape[1])
+    penalty = np.full(z.shape[1], L2)
+    penalty[-1] = 0.0  # the bias is not shrunk
+    for _ in range(25):
+        p = 1.0 / (1.0 + np.exp(-(z @ w)))
+        grad = z.T @ (p - y) + penalty * w
+        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return {
+        "mean": mean.tolist(),
+        "scale": scale.tolist(),
+        "weights": w[:-1].tolist(),
+        "bias": float(w[-1]),
+    }
+
+
+def evaluate(pools: Sequence[Pool], model: dict[str, Any] | None) -> list[dict[str, float]]:
+    """Per-question figures with the pools ordered by ``model`` (None: the fused order)."""
+    rows = []
+    for p in pools:
+        ids = p.ids
+        if model is not None and ids:
+            m = ranking.Model(
+                np.array(model["mean"]),
+                np.array(model["scale"]),
+                np.array(model["weights"]),
+                float(model["bias"]),
+            )
+            order = np.argsort(-m.score(p.x), kind="stable")
+            ids = [p.ids[i] for i in order]
+        rows.append(ev.score_question(ids[: ev.LIMIT], p.question.evidence))
+    return rows
+
+
+def cross_validate(pools: Sequence[Pool], *, shuffled: bool = False) -> list[dict[str, float]]:
+    """Leave one conversation out: each conversation's rows scored by a model of the others."""
+    rng = np.random.default_rng(15)
+    rows: dict[int, dict[str, float]] = {}
+    for held in sorted({p.question.sample_id for p in pools}):
+        train = [p for p in pools if p.question.sample_id != held]
+        if shuffled:
+            train = [Pool(p.question, p.ids, p.x, rng.permutation(p.y)) for p in train]
+        model = fit(train)
+        test = [i for i, p in enumerate(pools) if p.question.sample_id == held]
+        for i, row in zip(test, evaluate([pools[i] for i in test], model), strict=True):
+            rows[i] = row
+    return [rows[i] for i in range(len(pools))]
+
+
+def ingest(data_path: Path, db: Path, tmp: Path) -> list[dict[str, Any]]:
+    """The samples of ``data_path`` ingested and embedded into ``db`` through the daemon."""
+    samples: list[dict[str, Any]] = json.loads(data_path.read_text())
+    log = (tmp / "daemon.log").open("wb")
+    with Client.spawn(db, args=["--auto-compact", "false"], stderr=log, cwd=ev.ROOT) as client:
+        ev.ingest_all(client, samples)
+        ev.wait_for_embeddings(client)
+    log.close()
+    return samples
+
+
+def figures(db: Path, questions: Sequence[ev.Question]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Per mode: summaries (fused, cross-validated, shuffled control) and the full-data model."""
+    report: dict[str, Any] = {}
+    models: dict[str, Any] = {}
+    for mode in MODES:
+        started = time.perf_counter()
+        pools = collect(db, questions, mode)
+        report[mode] = {
+            "fused": ev.summarise(questions, evaluate(pools, None)),
+            "cross_validated": ev.summarise(questions, cross_validate(pools)),
+            "shuffled_labels": ev.summarise(questions, cross_validate(pools, shuffled=True)),
+            "candidates_per_question": round(float(np.mean([len(p.ids) for p in pools])), 1),
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        models[mode] = fit(pools)
+        report[mode]["shipped_on_dev"] = ev.summarise(questions, evaluate(pools, models[mode]))
+    return report, models
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("data", type=Path, help="the LoCoMo dev JSON file")
+    parser.add_argument("--no-write", action="store_true", help="do not write the weights")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="train_ranker_") as tmp:
+        db = Path(tmp) / "locomo.db"
+        samples = ingest(args.data, db, Path(tmp))
+        questions = ev.questions_of(samples).questions
+        report, models = figures(db, questions)
+    for mode, r in report.items():
+        for name in ("fused", "cross_validated", "shuffled_labels", "shipped_on_dev"):
+            print(ev.table(f"{mode} {name}", r[name]), file=sys.stderr)
+    if not args.no_write:
+        out = {
+            "version": ranking.RANKER_VERSION,
+            "features": [name for name, _ in ranking.FEATURES],
+            "models": models,
+            "provenance": {
+                "trained_by": "scripts/train_ranker.py",
+                "data": args.data.name,
+                "data_sha256": hashlib.sha256(args.data.read_bytes()).hexdigest(),
+                "conversations": [str(s["sample_id"]) for s in samples],
+                "questions": len(questions),
+                "l2": L2,
+                "pool_per_ranking": ranking.POOL,
+                "cross_validated_r10": {
+                    m: report[m]["cross_validated"]["recall@10"] for m in MODES
+                },
+            },
+        }
+        ranking.WEIGHTS_PATH.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"wrote {ranking.WEIGHTS_PATH}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
