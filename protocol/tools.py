@@ -102,6 +102,11 @@ TOOLS: Final[tuple[Tool, ...]] = (
             "since": _str("Only items written at or after this ISO-8601 time."),
             "before": _str("Only items written before this ISO-8601 time."),
             "limit": _int("At most this many hits (default 20).", 1, 1_000),
+            "rank": {
+                "type": "boolean",
+                "description": "full_text and hybrid: order by the learned ranking "
+                "(default true); false keeps the plain keyword/fused order.",
+            },
         },
         ("query",),
     ),

@@ -30,6 +30,7 @@ async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
         since=params.since,
         before=params.before,
         limit=params.limit,
+        rank=params.rank,
     )
     started = time.perf_counter()
     embedded = None
@@ -51,6 +52,8 @@ async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
     }
     if params.mode in ("semantic", "hybrid"):
         result["fusion"] = params.fusion
+    if params.mode in ("full_text", "hybrid"):
+        result["rank"] = params.rank and params.scope != "files"
         result["pending"] = await ctx.db(ctx.brain.embeddings_pending)
     return result
 

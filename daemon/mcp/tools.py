@@ -164,6 +164,7 @@ OUTPUTS: Final[dict[str, dict[str, Any]]] = {
             "hits": {"type": "array", "items": _HIT},
             "took_ms": _NUM,
             "fusion": _TEXT,
+            "rank": _BOOL,
             "pending": _INT,
         },
         ("mode", "hits"),

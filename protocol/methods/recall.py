@@ -28,7 +28,8 @@ class GrepParams:
     ``scope``: messages, summaries, both (default) or files (the text of large
     payload files; file hits' ids work with ``describe``); ``since`` / ``before``:
     ISO-8601 bounds on when the message was written; ``fusion`` (hybrid only):
-    ``rrf`` (reciprocal rank) or ``weighted`` (min-max scores). Reads are scoped to one
+    ``rrf`` (reciprocal rank) or ``weighted`` (min-max scores); ``rank`` (full_text and
+    hybrid, default true): reorder by the learned ranking stage. Reads are scoped to one
     session unless ``session_key`` (every session filed under it) or
     ``all: true`` is given.
     """
@@ -43,6 +44,7 @@ class GrepParams:
     before: str | None = None
     limit: int = 20
     fusion: str = GREP_DEFAULT_FUSION
+    rank: bool = True
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "query",
@@ -55,6 +57,7 @@ class GrepParams:
         "before",
         "limit",
         "fusion",
+        "rank",
     )
     """The params members it takes; any other is refused before anything else."""
 
@@ -73,9 +76,20 @@ class GrepParams:
         before = f.optional_str("before", max_len=64)
         limit = f.optional_int("limit", default=20, minimum=1, maximum=1_000)
         fusion = f.choice("fusion", GREP_FUSIONS, GREP_DEFAULT_FUSION)
+        rank = f.optional_bool("rank", default=True)
         f.done()
         return cls(
-            query, mode, session, session_key, everything, scope, since, before, limit, fusion
+            query,
+            mode,
+            session,
+            session_key,
+            everything,
+            scope,
+            since,
+            before,
+            limit,
+            fusion,
+            rank,
         )
 
 

@@ -1,7 +1,7 @@
 """The ranking stage of hybrid and full_text grep: a small learned model reorders candidates.
 
 The candidates are the union of the full-text and semantic rankings (``POOL`` each)
-and their neighbour turns, as the weighted fusion builds them. Each gets a row of
+and, for hybrid, their neighbour turns, as the weighted fusion builds them. Each gets a row of
 cheap features (``FEATURES``) computed over the whole pool at once with numpy: its
 bm25 and cosine scores and ranks, today's fused score, its neighbours' scores, the
 best scores of its day (the turns of one conversation written on the same date,
@@ -192,7 +192,10 @@ def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> C
             seen[key] = (norm if seen is lex else hit.score, rank)
             fused[key] = fused.get(key, 0.0) + part * norm
             by_key.setdefault(key, hit)  # lexical first: its snippet marks the match
-    _spread_to_neighbours(store, options, fused, by_key)
+    if nearest is not None:
+        # Hybrid finds the turns next to a match, as weighted fusion does; full_text
+        # keeps its contract: every hit contains the query's words.
+        _spread_to_neighbours(store, options, fused, by_key)
     keys = sorted(fused, key=lambda k: fused[k], reverse=True)
     hits = [replace(by_key[k], score=fused[k]) for k in keys]
     n = len(hits)
