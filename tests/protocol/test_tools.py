@@ -21,6 +21,8 @@ def _example(schema: dict[str, Any], name: str) -> Any:
         return schema.get("minimum", 1)
     if kind == "number":
         return 0.5
+    if kind == "boolean":
+        return True
     if kind == "array":
         return [1, 2] if name == "lines" else ["sum_0123456789abcdef"]
     return "2026-01-01T00:00:00Z" if name in ("since", "before") else "deploy key"

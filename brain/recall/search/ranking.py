@@ -158,7 +158,8 @@ class Model:
 def ranked_search(store: Store, options: GrepOptions, nearest: Nearest | None) -> list[Hit]:
     """Hybrid (``nearest`` given) or full-text grep, the candidates ordered by the model.
 
-    A hit's ``score`` is the model's log-odds. The entry point other stages (the
+    A message hit's ``score`` is the model's log-odds; a summary keeps its place in the
+    fused order and its fused score. The entry point other stages (the
     graph's seeds) call for the best retrieval.
     """
     pool = candidates(store, options, nearest)
@@ -166,8 +167,20 @@ def ranked_search(store: Store, options: GrepOptions, nearest: Nearest | None) -
         return []
     model = load_models()["hybrid" if nearest is not None else "full_text"]
     scores = model.score(features(store, pool))
-    order = np.argsort(-scores, kind="stable")[: options.limit]
-    return [replace(pool.hits[i], score=float(scores[i])) for i in order]
+    # The model learned from message turns only: it reorders the message hits among
+    # the places messages hold in the fused order; summaries keep theirs (and their
+    # fused score).
+    slots = [i for i, h in enumerate(pool.hits) if h.kind == "message"]
+    by_score = sorted(slots, key=lambda i: -scores[i])  # stable: fused order among equals
+    order = list(range(len(pool.hits)))
+    for slot, i in zip(slots, by_score, strict=True):
+        order[slot] = i
+    return [
+        replace(pool.hits[i], score=float(scores[i]))
+        if pool.hits[i].kind == "message"
+        else pool.hits[i]
+        for i in order[: options.limit]
+    ]
 
 
 def features(store: Store, pool: Candidates) -> Floats:

@@ -1,0 +1,35 @@
+"""grep's ``rank`` param through a real daemon: the learned order by default, bm25 with false."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from protocol.client import Client
+from protocol.errors import RPCError
+
+
+def test_grep_ranks_by_default_and_rank_false_gives_the_plain_order(tmp_path: Path) -> None:
+    messages = [
+        {"id": "short", "role": "user", "content": "kayak kayak kayak", "name": "Ann"},
+        {
+            "id": "long",
+            "role": "assistant",
+            "content": "the kayak trip was the best day of the summer, "
+            "we paddled to the island, had lunch and came back at sunset",
+            "name": "Bob",
+        },
+    ]
+    with Client.spawn(tmp_path / "rank.db") as client:
+        client.call("ingest", {"session": "s", "messages": messages})
+        params = {"query": "What did Bob say about the kayak?", "session": "s"}
+        ranked = client.call("grep", params)
+        plain = client.call("grep", {**params, "rank": False})
+        assert ranked["rank"] is True and plain["rank"] is False
+        assert [h["id"] for h in plain["hits"]] == ["short", "long"]
+        assert [h["id"] for h in ranked["hits"]] == ["long", "short"]
+        with pytest.raises(RPCError) as bad:
+            client.call("grep", {**params, "rank": "yes"})
+        assert bad.value.code == -32602
+        assert "rank" in bad.value.message
