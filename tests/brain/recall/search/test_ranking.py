@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from brain import Brain, MessageIn
-from brain.recall.search import GrepOptions
-from brain.recall.search import ranking
+from brain.recall.search import GrepOptions, ranking
 from brain.recall.search.ranking import FEATURES, RANKER_VERSION, RankerMismatch, load_models
 
 
