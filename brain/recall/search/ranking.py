@@ -59,6 +59,7 @@ class Candidates:
 
     options: GrepOptions
     hits: list[Hit]
+    """In today's fused order; their ``score`` is the ranking's they came from."""
     row_ids: NDArray[np.int64]
     """Message row id, -1 for summaries."""
     lexical: Floats
@@ -176,9 +177,10 @@ def ranked_search(store: Store, options: GrepOptions, nearest: Nearest | None) -
     for slot, i in zip(slots, by_score, strict=True):
         order[slot] = i
     return [
-        replace(pool.hits[i], score=float(scores[i]))
-        if pool.hits[i].kind == "message"
-        else pool.hits[i]
+        replace(
+            pool.hits[i],
+            score=float(scores[i] if pool.hits[i].kind == "message" else pool.fused[i]),
+        )
         for i in order[: options.limit]
     ]
 
@@ -210,7 +212,7 @@ def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> C
         # keeps its contract: every hit contains the query's words.
         _spread_to_neighbours(store, options, fused, by_key)
     keys = sorted(fused, key=lambda k: fused[k], reverse=True)
-    hits = [replace(by_key[k], score=fused[k]) for k in keys]
+    hits = [by_key[k] for k in keys]  # scores are set on the few returned
     n = len(hits)
     floor = min((s for s, _ in cos.values()), default=0.0)
     info = _message_info(store, hits)

@@ -41,7 +41,9 @@ def semantic_search(store: Store, options: GrepOptions, nearest: Nearest) -> lis
         hit = found.get((kind, row_id))
         if hit is not None:
             hits.append(replace(hit, score=score))
-    return hits[: options.limit]
+            if len(hits) == options.limit:
+                break
+    return hits
 
 
 def hybrid_search(store: Store, options: GrepOptions, nearest: Nearest) -> list[Hit]:
