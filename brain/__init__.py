@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from brain.graph.service import teach_text
     from brain.graph.traverse import TraverseOptions
     from brain.lcm.assemble import Assembled, AssembleOptions
+    from brain.recall.search import ranking
     from brain.lcm.budgets import sizes as compaction_sizes
     from brain.lcm.compaction import CompactionReport
     from brain.lcm.content import MessageIn
@@ -144,6 +145,7 @@ _WHERE: dict[str, str] = {
     "insert_node": "brain.graph.nodes",
     "ivf_default_nprobe": "brain.vectors.ann:default_nprobe",
     "open_store": "brain.store.connection",
+    "ranking": "brain.recall.search:ranking",
     "session_conversation": "brain.lcm.context:conversation",
     "teach_text": "brain.graph.service",
 }
@@ -223,6 +225,7 @@ __all__ = [
     "insert_node",
     "ivf_default_nprobe",
     "open_store",
+    "ranking",
     "session_conversation",
     "teach_text",
 ]

@@ -22,6 +22,7 @@ searched.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import sys
@@ -38,9 +39,7 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import eval_locomo as ev
 
-from brain import Brain, GrepOptions
-from brain.recall import search as search_package
-from brain.recall.search import ranking
+from brain import Brain, GrepOptions, InvalidInput, ranking
 from protocol.client import Client
 
 L2: Final = 1.0
@@ -58,34 +57,43 @@ class Pool:
 
 
 def collect(db: Path, questions: Sequence[ev.Question], mode: str) -> list[Pool]:
-    """Every question's candidate pool in ``mode``, from the database at ``db``."""
-    captured: list[tuple[list[str], NDArray[np.float64]]] = []
+    """Every question's candidate pool in ``mode``, from the database at ``db``.
 
-    def capture(store: Any, options: GrepOptions, nearest: Any) -> list[Any]:
-        pool = ranking.candidates(store, options, nearest if mode == "hybrid" else None)
-        x = ranking.features(store, pool) if pool.hits else np.zeros((0, len(ranking.FEATURES)))
-        captured.append(([h.id for h in pool.hits], x))
-        return []
+    grep runs as in the daemon, with the feature matrix recorded as it is built and
+    a neutral model (the shipped one may not fit features being added).
+    """
+    seen: list[tuple[list[str], NDArray[np.float64]]] = []
+    build = ranking.features
 
-    original = search_package.grep
-    search_package.grep = capture  # type: ignore[assignment]
+    def record(store: Any, pool: Any) -> NDArray[np.float64]:
+        x = build(store, pool)
+        seen.append(([h.id for h in pool.hits], x))
+        return x
+
+    width = len(ranking.FEATURES)
+    neutral = ranking.Model(np.zeros(width), np.ones(width), np.zeros(width), 0.0)
+    shipped = ranking.load_models
+    ranking.features = record  # type: ignore[assignment]
+    ranking.load_models = lambda: {"hybrid": neutral, "full_text": neutral}  # type: ignore[assignment]
     pools = []
     try:
-        brain = Brain(db)
+        engine = Brain(db)
+        # Whatever the daemon left unembedded is embedded here (the same default
+        # embedder) before the first search of its conversation.
+        engine.embed_before_search = 1_000_000
         for q in questions:
-            captured.clear()
-            options = GrepOptions(q.question, mode="hybrid", scope="messages", limit=ev.LIMIT)
-            try:
-                brain.grep(options, session=q.sample_id)
-            except Exception:  # a question with no words: no candidates
-                captured.append(([], np.zeros((0, len(ranking.FEATURES)))))
-            ids, x = captured[-1]
+            seen.clear()
+            options = GrepOptions(q.question, mode=mode, scope="messages", limit=ev.LIMIT)  # type: ignore[arg-type]
+            with contextlib.suppress(InvalidInput):  # a question with no words: no candidates
+                engine.grep(options, session=q.sample_id)
+            ids, x = seen[-1] if seen else ([], np.zeros((0, width)))
             evidence = set(q.evidence)
             y = np.array([1.0 if i in evidence else 0.0 for i in ids])
             pools.append(Pool(q, ids, x, y))
-        brain.close()
+        engine.close()
     finally:
-        search_package.grep = original  # type: ignore[assignment]
+        ranking.features = build  # type: ignore[assignment]
+        ranking.load_models = shipped  # type: ignore[method-assign]
     return pools
 
 

@@ -76,6 +76,7 @@ SURFACE = [
     "insert_node",
     "ivf_default_nprobe",
     "open_store",
+    "ranking",
     "session_conversation",
     "teach_text",
 ]
