@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from brain.graph.service import teach_text
     from brain.graph.traverse import TraverseOptions
     from brain.lcm.assemble import Assembled, AssembleOptions
-    from brain.recall.search import ranking
     from brain.lcm.budgets import sizes as compaction_sizes
     from brain.lcm.compaction import CompactionReport
     from brain.lcm.content import MessageIn
@@ -66,7 +65,7 @@ if TYPE_CHECKING:
     from brain.progress import Progress
     from brain.progress import ignore as ignore_progress
     from brain.providers.llm import ChatClient, LLMConfig
-    from brain.recall.search import GrepOptions, GrepScope
+    from brain.recall.search import GrepOptions, GrepScope, ranking
     from brain.recall.search import Mode as GrepMode
     from brain.results import SaveResult
     from brain.store.connection import Store, open_store

@@ -52,9 +52,9 @@ async def grep(ctx: Context, params: GrepParams) -> dict[str, Any]:
     }
     if params.mode in ("semantic", "hybrid"):
         result["fusion"] = params.fusion
+        result["pending"] = await ctx.db(ctx.brain.embeddings_pending)
     if params.mode in ("full_text", "hybrid"):
         result["rank"] = params.rank and params.scope != "files"
-        result["pending"] = await ctx.db(ctx.brain.embeddings_pending)
     return result
 
 

@@ -34,3 +34,15 @@ def test_grep_ranks_by_default_and_rank_false_gives_the_plain_order(tmp_path: Pa
             client.call("grep", {**params, "rank": "yes"})
         assert bad.value.code == -32602
         assert "rank" in bad.value.message
+
+
+def test_a_hybrid_grep_reports_rank_fusion_and_pending_and_a_regex_grep_no_rank(
+    tmp_path: Path,
+) -> None:
+    with Client.spawn(tmp_path / "fields.db") as client:
+        client.call("ingest", {"session": "s", "messages": [{"role": "user", "content": "hi"}]})
+        hybrid = client.call("grep", {"query": "hi", "mode": "hybrid", "session": "s"})
+        assert hybrid["rank"] is True
+        assert hybrid["fusion"] == "weighted"
+        assert hybrid["pending"] in (0, 1)
+        assert "rank" not in client.call("grep", {"query": "hi", "mode": "regex", "session": "s"})
