@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from brain.recall.search.fulltext import full_text_search
 from brain.recall.search.model import LEXICAL_WEIGHT, WORD, GrepOptions, Hit, Nearest
-from brain.recall.search.semantic import _min_max, _spread_to_neighbours, semantic_search
+from brain.recall.search.semantic import min_max, spread_to_neighbours, semantic_search
 from brain.recall.search.terms import fts_query
 from brain.recall.search.when import resolve
 from brain.store.connection import Store
@@ -201,7 +201,7 @@ def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> C
     cos: dict[tuple[str, str], tuple[float, int]] = {}
     share = LEXICAL_WEIGHT if semantic else 1.0
     for ranking, part, seen in ((lexical, share, lex), (semantic, 1.0 - share, cos)):
-        normalised = _min_max([h.score for h in ranking])
+        normalised = min_max([h.score for h in ranking])
         for rank, (hit, norm) in enumerate(zip(ranking, normalised, strict=True)):
             key = (hit.kind, hit.id)
             seen[key] = (norm if seen is lex else hit.score, rank)
@@ -210,7 +210,7 @@ def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> C
     if nearest is not None:
         # Hybrid finds the turns next to a match, as weighted fusion does; full_text
         # keeps its contract: every hit contains the query's words.
-        _spread_to_neighbours(store, options, fused, by_key)
+        spread_to_neighbours(store, options, fused, by_key)
     keys = sorted(fused, key=lambda k: fused[k], reverse=True)
     hits = [by_key[k] for k in keys]  # scores are set on the few returned
     n = len(hits)

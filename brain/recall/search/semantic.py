@@ -57,18 +57,18 @@ def hybrid_search(store: Store, options: GrepOptions, nearest: Nearest) -> list[
         if options.fusion == "rrf":
             weights = [1.0 / (RRF_K + rank + 1) for rank in range(len(ranking))]
         else:
-            weights = [share * w for w in _min_max([h.score for h in ranking])]
+            weights = [share * w for w in min_max([h.score for h in ranking])]
         for hit, weight in zip(ranking, weights, strict=True):
             key = (hit.kind, hit.id)
             fused[key] = fused.get(key, 0.0) + weight
             by_key.setdefault(key, hit)  # lexical first: its snippet marks the match
     if options.fusion == "weighted":
-        _spread_to_neighbours(store, options, fused, by_key)
+        spread_to_neighbours(store, options, fused, by_key)
     order = sorted(fused, key=lambda key: fused[key], reverse=True)
     return [replace(by_key[key], score=fused[key]) for key in order[: options.limit]]
 
 
-def _spread_to_neighbours(
+def spread_to_neighbours(
     store: Store,
     options: GrepOptions,
     fused: dict[tuple[str, str], float],
@@ -108,7 +108,8 @@ def _spread_to_neighbours(
         fused[key] = fused.get(key, 0.0) + NEIGHBOUR_SHARE * gain
 
 
-def _min_max(scores: list[float]) -> list[float]:
+def min_max(scores: list[float]) -> list[float]:
+    """Scores scaled to [0, 1] (all 1.0 when they are equal)."""
     if not scores:
         return []
     low, high = min(scores), max(scores)
