@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from brain.recall.search.fulltext import full_text_search
 from brain.recall.search.model import LEXICAL_WEIGHT, WORD, GrepOptions, Hit, Nearest
-from brain.recall.search.semantic import min_max, spread_to_neighbours, semantic_search
+from brain.recall.search.semantic import min_max, semantic_search, spread_to_neighbours
 from brain.recall.search.terms import fts_query
 from brain.recall.search.when import resolve
 from brain.store.connection import Store
