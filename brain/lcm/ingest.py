@@ -20,6 +20,7 @@ from typing import Final
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.lcm.content import MessageIn, Normalized, message_part_block, normalize, normalize_time
 from brain.lcm.context import find_session
+from brain.lcm.entities.index import index_message
 from brain.lcm.ids import GENERATED_ID, public_message_id
 from brain.payloads.files import remove_file, write_file
 from brain.payloads.filetext import index_file
@@ -226,6 +227,7 @@ def _insert(
         "INSERT INTO messages_fts (rowid, content, name) VALUES (?, ?, ?)",
         (message_id, msg.content, msg.name),
     )
+    index_message(store, message_id, conversation_id, msg.created_at, msg.content)
     if has_cjk(msg.content):
         store.execute(
             "INSERT INTO messages_cjk (rowid, content) VALUES (?, ?)", (message_id, msg.content)

@@ -1,0 +1,61 @@
+"""brain.lcm.entities.overlap: entities shared by a query and candidates, and the second hop."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from brain import Brain, MessageIn
+from brain.lcm.entities.overlap import entity_overlap, second_hop
+
+
+def _ids(brain: Brain) -> dict[str, int]:
+    rows = brain.store.execute("SELECT client_id, id FROM messages")
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def _seed(brain: Brain) -> dict[str, int]:
+    brain.ingest(
+        "s",
+        [
+            MessageIn("user", "Caroline met Melanie at the LGBTQ support group.", client_id="a"),
+            MessageIn("user", "Melanie ran 5 km in Central Park on 8 May 2023.", client_id="b"),
+            MessageIn("user", "the weather is nice today", client_id="c"),
+            MessageIn("user", "Central Park was crowded, said Jon.", client_id="d"),
+        ],
+    )
+    brain.ingest("t", [MessageIn("user", "Central Park again with Jon", client_id="e")])
+    return _ids(brain)
+
+
+def test_overlap_counts_the_query_entities_each_candidate_mentions(fresh_brain: Brain) -> None:
+    ids = _seed(fresh_brain)
+    rows = np.array([ids["a"], ids["b"], ids["c"], -1, ids["d"]], dtype=np.int64)
+    got = entity_overlap(fresh_brain.store, "Did Melanie run in Central Park?", rows)
+    assert got.tolist() == [1.0, 2.0, 0.0, 0.0, 1.0]
+    none = entity_overlap(fresh_brain.store, "nothing named here", rows)
+    assert none.tolist() == [0.0] * 5
+
+
+def test_a_suppressed_candidate_shares_no_entity(fresh_brain: Brain) -> None:
+    ids = _seed(fresh_brain)
+    fresh_brain.suppress(["b"], session="s")
+    rows = np.array([ids["a"], ids["b"]], dtype=np.int64)
+    assert entity_overlap(fresh_brain.store, "Melanie", rows).tolist() == [1.0, 0.0]
+
+
+def test_the_second_hop_finds_turns_naming_what_the_top_hits_name(fresh_brain: Brain) -> None:
+    ids = _seed(fresh_brain)
+    hop = second_hop(fresh_brain.store, [ids["a"]])
+    assert hop == [ids["b"]]  # shares Melanie; c names nothing
+    wider = second_hop(fresh_brain.store, [ids["b"]])
+    assert set(wider) == {ids["a"], ids["d"], ids["e"]}
+    conversation = int(
+        fresh_brain.store.scalar("SELECT conversation_id FROM messages WHERE id = ?", (ids["a"],))
+    )
+    assert ids["e"] not in second_hop(fresh_brain.store, [ids["b"]], conversations=[conversation])
+
+
+def test_the_second_hop_never_returns_a_suppressed_message(fresh_brain: Brain) -> None:
+    ids = _seed(fresh_brain)
+    fresh_brain.suppress(["d"], session="s")
+    assert ids["d"] not in second_hop(fresh_brain.store, [ids["b"]])
