@@ -163,6 +163,8 @@ class Brain:
     describe = _Via("_lcm", LcmService.describe)
     expand = _Via("_lcm", LcmService.expand)
     suppress = _Via("_lcm", LcmService.suppress)
+    entities = _Via("_lcm", LcmService.entities)
+    entity = _Via("_lcm", LcmService.entity)
     compact = _Via("_lcm", LcmService.compact)
     compact_incremental = _Via("_lcm", LcmService.compact_incremental)
     rebuild_withheld = _Via("_lcm", LcmService.rebuild_withheld)

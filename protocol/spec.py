@@ -69,6 +69,8 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "compact": MethodSpec("CompactParams", "fold a session's history into summaries now"),
     "describe": MethodSpec("LookupParams", "what a summary, payload file or message id holds"),
     "grep": MethodSpec("GrepParams", "find messages and summaries by regex, words or meaning"),
+    "entities": MethodSpec("EntitiesParams", "find named things by name, with mention counts"),
+    "entity": MethodSpec("EntityParams", "one named thing's mentions in time order, with snippets"),
     "suppress": MethodSpec("SuppressParams", "hide messages or summaries from every agent path"),
     "unsuppress": MethodSpec("SuppressParams", "show suppressed messages or summaries again"),
     "expand": MethodSpec("LookupParams", "walk a summary down to its sources under a cap"),

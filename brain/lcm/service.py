@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from brain.lcm.bootstrap import BootstrapReport, OnFork
     from brain.lcm.compaction import CompactionReport, Compactor
     from brain.lcm.content import MessageIn
+    from brain.lcm.entities.lookup import EntityFound, EntityMentions
     from brain.lcm.ingest import IngestResult
     from brain.lcm.summarize import Summarizer
     from brain.lcm.suppress import SuppressResult
@@ -162,6 +163,41 @@ class LcmService:
             message["id"] = message_id
             return message
 
+    def entities(
+        self,
+        name: str,
+        *,
+        session: str | None = None,
+        session_key: str | None = None,
+        kind: str | None = None,
+        limit: int = 20,
+    ) -> list[EntityFound]:
+        """Entities named like ``name`` (prefix, a later word's prefix, or fuzzy) with
+        their visible mention counts, in one session, a session key's sessions, or
+        (neither given) everywhere (``brain.lcm.entities.lookup``)."""
+        from brain.lcm.entities.lookup import find_entities
+
+        with self._access.reading() as store:
+            scope = _conversations(store, session, session_key)
+            return find_entities(store, name, scope, kind=kind, limit=limit)
+
+    def entity(
+        self,
+        name: str,
+        *,
+        session: str | None = None,
+        session_key: str | None = None,
+        kind: str | None = None,
+        limit: int = 50,
+    ) -> EntityMentions:
+        """One entity's visible mentions in time order with snippets, scoped as
+        ``entities``; ``NotFound`` when nothing in scope mentions it."""
+        from brain.lcm.entities.lookup import entity_mentions
+
+        with self._access.reading() as store:
+            scope = _conversations(store, session, session_key)
+            return entity_mentions(store, name, scope, kind=kind, limit=limit)
+
     def assemble(self, session: str, options: AssembleOptions) -> Assembled:
         """The session's model-ready context under ``options``' budget (no recall of
         its own: ``options.recall_block`` is shown as given).
@@ -259,3 +295,17 @@ def _scope(store: Store, session: str | None) -> Callable[[int], bool]:
     from brain.lcm.context import session_scope
 
     return session_scope(store, session)
+
+
+def _conversations(
+    store: Store, session: str | None, session_key: str | None
+) -> tuple[int, ...] | None:
+    """The conversations a read names, as grep scopes them (None: every one)."""
+    from brain.lcm.context import find_session, session_key_conversations
+
+    if session is not None:
+        filed = find_session(store, session)
+        return () if filed is None else (filed.id,)
+    if session_key is not None:
+        return session_key_conversations(store, session_key)
+    return None

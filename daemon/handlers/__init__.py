@@ -11,7 +11,7 @@ handler only reports the final save.
 This package holds the ``Handler`` record, the ordering lanes and the method table
 (``HANDLERS``); the handlers themselves live in one module per method family,
 as ``protocol.methods`` groups their params: ``messages``, ``context``,
-``recall``, ``graph``, ``grants`` and ``lifecycle`` (the daemon's own methods).
+``recall``, ``entities``, ``graph``, ``grants`` and ``lifecycle`` (the daemon's own methods).
 A handler imports the engine parts it needs when it first runs (``info`` must
 not load the assembler, search or the graph: "Lazy imports" in
 docs/architecture.md); params types are only annotations.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from daemon.context import Context
-from daemon.handlers import context, grants, graph, lifecycle, messages, recall
+from daemon.handlers import context, entities, grants, graph, lifecycle, messages, recall
 
 HandlerFn = Callable[[Context, Any], Awaitable[Any]]
 
@@ -76,6 +76,8 @@ HANDLERS: dict[str, Handler] = {
     "describe": Handler(context.describe, _session_lane, holds_lane=False, loop_free=True),
     "expand": Handler(context.expand, _session_lane, holds_lane=False, loop_free=True),
     "grep": Handler(recall.grep, _session_lane, holds_lane=False),
+    "entities": Handler(entities.entities, _session_lane, holds_lane=False, loop_free=True),
+    "entity": Handler(entities.entity, _session_lane, holds_lane=False, loop_free=True),
     "expand_query": Handler(recall.expand_query, _session_lane, holds_lane=False),
     "suppress": Handler(context.suppress, _session_lane, mutates=True, loop_free=True),
     "unsuppress": Handler(context.unsuppress, _session_lane, mutates=True, loop_free=True),

@@ -3,7 +3,8 @@
 The recall and graph tools a host hands its model (``protocol.tools.TOOLS``:
 grep, describe, expand, expand_query, query, teach, learn) keep their
 descriptions and input schemas; this module adds the ones an MCP host's model
-also gets (correction, trace, ingest, suppress, unsuppress, sync, compact),
+also gets (entities, entity, correction, trace, ingest, suppress, unsuppress, sync,
+compact),
 each tool's structured output schema, and its MCP annotations. Maintenance,
 grants, save, reload and shutdown stay off the model's surface.
 
@@ -12,7 +13,8 @@ Scope is the server's (``Pin``): a server pinned to a session (``brain mcp
 leave ``session`` out, as ``protocol.tools`` does for a host; whatever scope a
 model sends is replaced. Unpinned, the session-scoped tools take an optional
 ``session`` (reads default to every session, or to the pinned session key's
-sessions for ``memory_grep``) and the writing ones require it.
+sessions for ``memory_grep``, ``memory_entities`` and ``memory_entity``) and the
+writing ones require it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from protocol.methods import MAX_BATCH, METHODS, ROLES
+from protocol.methods import ENTITY_KINDS, MAX_BATCH, METHODS, ROLES
 from protocol.tools import PREFIX, TOOLS
 
 Reach = Literal["session", "write", "chat", "none"]
@@ -28,6 +30,8 @@ Reach = Literal["session", "write", "chat", "none"]
 session; ``chat`` files graph traces under the pinned session; ``none``."""
 
 _SCOPE_KEYS: Final = ("session", "all", "session_key", "chat_id")
+_KEYED: Final = ("grep", "entities", "entity")
+"""Reads that an unpinned session defaults to the pinned session key's sessions for."""
 """Scope params a model never sets itself: the pin (or the schema's ``session``) does."""
 
 
@@ -75,7 +79,7 @@ class McpTool:
         if pin.session is None and self.reach == "session":
             span = (
                 f"the sessions filed under {pin.session_key!r}"
-                if self.method == "grep" and pin.session_key is not None
+                if self.method in _KEYED and pin.session_key is not None
                 else "every session"
             )
             properties["session"] = _str(f"The session (conversation) to look in; default: {span}.")
@@ -101,7 +105,7 @@ class McpTool:
         if self.reach in ("session", "write") and pin.session is not None:
             params["session"] = pin.session
         if self.reach == "session" and "session" not in params:
-            if self.method == "grep" and pin.session_key is not None:
+            if self.method in _KEYED and pin.session_key is not None:
                 params["session_key"] = pin.session_key
             else:
                 params["all"] = True
@@ -269,6 +273,11 @@ OUTPUTS: Final[dict[str, dict[str, Any]]] = {
     ),
 }
 OUTPUTS["correction"] = OUTPUTS["teach"]
+OUTPUTS["entities"] = _out({"entities": _LIST}, ("entities",))
+OUTPUTS["entity"] = _out(
+    {"name": _TEXT, "kind": _TEXT, "key": _TEXT, "total": _INT, "mentions": _LIST},
+    ("name", "total", "mentions"),
+)
 
 _READ: Final = Hints(read_only=True, destructive=False, idempotent=True)
 _ADD: Final = Hints(read_only=False, destructive=False, idempotent=False)
@@ -325,7 +334,40 @@ _MESSAGE: Final = {
     "required": ["role"],
 }
 
+_KIND: Final = {"type": "string", "enum": list(ENTITY_KINDS), "description": "Only this kind."}
+
 _EXTRA: Final[tuple[McpTool, ...]] = (
+    McpTool(
+        "entities",
+        "Find named things",
+        "Find people, places, projects, files, URLs, commands, error codes, versions, dates "
+        "and amounts mentioned in memory by (part of) their name, with how often and when "
+        "they were mentioned. Then memory_entity lists one's mentions.",
+        {
+            "name": _str("The name or its beginning (any case; a misspelling is tolerated)."),
+            "kind": _KIND,
+            "limit": {"type": "integer", "minimum": 1, "maximum": 200},
+        },
+        ("name",),
+        "session",
+        _READ,
+        OUTPUTS["entities"],
+    ),
+    McpTool(
+        "entity",
+        "Mentions of a named thing",
+        "List the messages that mention one named thing (as memory_entities names it), "
+        "oldest first, each with its id (for memory_describe) and the text around it.",
+        {
+            "name": _str("The entity's name (any case)."),
+            "kind": _KIND,
+            "limit": {"type": "integer", "minimum": 1, "maximum": 1_000},
+        },
+        ("name",),
+        "session",
+        _READ,
+        OUTPUTS["entity"],
+    ),
     McpTool(
         "correction",
         "Correct a recall",

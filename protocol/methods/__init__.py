@@ -10,7 +10,7 @@ these, and the README's protocol reference is checked against this table.
 
 The params types live in one module per method family (``messages``:
 ingest and bootstrap; ``context``: assemble, compact, describe, expand,
-suppress; ``recall``: grep, expand_query; ``graph``: query, teach,
+suppress; ``recall``: grep, expand_query; ``entities``: entities, entity; ``graph``: query, teach,
 correction, learn, trace, sync, maintain; ``grants``: grant, revoke;
 ``checks``: the bounds they share) and are all re-exported here, where
 ``protocol.spec`` resolves them by name and the daemon imports them.
@@ -27,6 +27,7 @@ from protocol.methods.context import (
     LookupParams,
     SuppressParams,
 )
+from protocol.methods.entities import ENTITY_KINDS, EntitiesParams, EntityParams
 from protocol.methods.grants import GRANT_ID_LEN, MAX_GRANT_TTL_S, GrantParams, RevokeParams
 from protocol.methods.graph import (
     AUTHORITIES,
@@ -75,6 +76,9 @@ __all__ = [
     "BootstrapParams",
     "CompactParams",
     "CorrectionParams",
+    "ENTITY_KINDS",
+    "EntitiesParams",
+    "EntityParams",
     "ExpandQueryParams",
     "FORMATS",
     "GRANTABLE",

@@ -116,6 +116,8 @@ async def test_the_server_lists_its_tools_with_schemas_annotations_and_output_sc
             "unsuppress",
             "sync",
             "compact",
+            "entities",
+            "entity",
         )
     )
     for tool in tools.values():
@@ -184,6 +186,27 @@ async def test_an_ingested_conversation_is_found_again_by_grep_in_every_mode(
         assert scoped["hits"]
         elsewhere = await call(client, "memory_grep", {"query": "deploy", "session": "other"})
         assert elsewhere["hits"] == []
+
+
+async def test_named_things_are_found_and_their_mentions_listed_read_only(
+    db_path: Path,
+) -> None:
+    async with brain_mcp(db_path) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        for name in ("memory_entities", "memory_entity"):
+            hints = tools[name].annotations
+            assert hints is not None
+            assert hints.read_only_hint is True
+        said = [
+            {"id": "n1", "role": "user", "content": "Deploys go through /srv/ci/deploy.sh"},
+            {"id": "n2", "role": "assistant", "content": "Priya owns /srv/ci/deploy.sh now."},
+        ]
+        await call(client, "memory_ingest", {"session": "s1", "messages": said})
+        found = await call(client, "memory_entities", {"name": "pri"})
+        assert [(e["name"], e["kind"]) for e in found["entities"]] == [("Priya", "name")]
+        path = "/srv/ci/deploy.sh"
+        mentions = await call(client, "memory_entity", {"name": path, "session": "s1"})
+        assert [m["id"] for m in mentions["mentions"]] == ["n1", "n2"]
 
 
 async def test_a_compacted_summary_is_described_expanded_and_answered_from(

@@ -101,3 +101,9 @@ def test_extraction_is_deterministic_on_mixed_text(text: str) -> None:
     assert extract(text) == extract(text)
     for m in extract(text):
         assert text[m.start : m.end] == m.text
+
+
+def test_the_protocol_offers_exactly_the_kinds_the_index_records() -> None:
+    from protocol.methods import ENTITY_KINDS
+
+    assert ENTITY_KINDS == KINDS
