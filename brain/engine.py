@@ -163,6 +163,7 @@ class Brain:
     describe = _Via("_lcm", LcmService.describe)
     expand = _Via("_lcm", LcmService.expand)
     suppress = _Via("_lcm", LcmService.suppress)
+    index_entities = _Via("_lcm", LcmService.index_entities)
     entities = _Via("_lcm", LcmService.entities)
     entity = _Via("_lcm", LcmService.entity)
     compact = _Via("_lcm", LcmService.compact)

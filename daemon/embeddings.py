@@ -1,7 +1,9 @@
 """Embedding off the request path.
 
 Ingest and compaction queue rows for embedding (``brain.vectors.index``); this loop
-drains the queue in batches with ``Brain.embed_pending``. ``request()`` after a
+drains the queue in batches with ``Brain.embed_pending``, and then the entity
+index's queue with ``Brain.index_entities`` (no provider: regexes, but too slow
+for ingest's own transaction). ``request()`` after a
 write wakes it; it also looks every ``every_s`` seconds, so a queue left by a
 previous process (or another process) is drained too. Like compaction, it
 waits for writes to go quiet for ``settle_s`` (at most ``max_wait_s``) before it
@@ -52,6 +54,19 @@ class Embeddings:
         self._stopped = True
         self._wake.set()
 
+    async def _index_entities(self) -> None:
+        """Drain the entity index's queue (``Brain.index_entities``), one batch a turn
+        so a stop is never held up long."""
+        try:
+            while not self._stopped:
+                n = await anyio.to_thread.run_sync(
+                    self.brain.index_entities, 1, limiter=self._limiter
+                )
+                if n == 0:
+                    break
+        except Exception as exc:  # background work must never end the daemon
+            log.warning("background entity indexing failed", error=repr(exc), exc_info=exc)
+
     async def run(self) -> None:
         """Loop until cancelled or stopped, draining the queue when woken or periodically."""
         while not self._stopped:
@@ -85,6 +100,7 @@ class Embeddings:
                         exc_info=None if expected else exc,
                     )
                 self._last_error = repr(exc)
+            await self._index_entities()
             with anyio.move_on_after(self.every_s):
                 await self._wake.wait()
             self._wake = anyio.Event()

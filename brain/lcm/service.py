@@ -163,6 +163,17 @@ class LcmService:
             message["id"] = message_id
             return message
 
+    def index_entities(self, batches: int | None = None) -> int:
+        """Index messages queued for the entity index, at most ``batches`` transactions
+        (None: all); how many were indexed (``brain.lcm.entities.index``)."""
+        from brain.lcm.entities.index import backlog, index_backlog
+
+        with self._access.reading() as store:
+            if not backlog(store):
+                return 0
+        with self._access.locked() as store:
+            return index_backlog(store, batches=batches)
+
     def entities(
         self,
         name: str,
@@ -177,6 +188,7 @@ class LcmService:
         (neither given) everywhere (``brain.lcm.entities.lookup``)."""
         from brain.lcm.entities.lookup import find_entities
 
+        self.index_entities()
         with self._access.reading() as store:
             scope = _conversations(store, session, session_key)
             return find_entities(store, name, scope, kind=kind, limit=limit)
@@ -194,6 +206,7 @@ class LcmService:
         ``entities``; ``NotFound`` when nothing in scope mentions it."""
         from brain.lcm.entities.lookup import entity_mentions
 
+        self.index_entities()
         with self._access.reading() as store:
             scope = _conversations(store, session, session_key)
             return entity_mentions(store, name, scope, kind=kind, limit=limit)

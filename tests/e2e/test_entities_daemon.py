@@ -29,7 +29,9 @@ def _seed(client: Client) -> None:
             "session": "s1",
             "session_key": "agent",
             "messages": [
-                _msg("a", "Caroline went to the LGBTQ support group.", "2023-05-01T10:00:00Z"),
+                _msg(
+                    "a", "Today Caroline went to the LGBTQ support group.", "2023-05-01T10:00:00Z"
+                ),
                 _msg("b", "Melanie ran 5 km with Caroline.", "2023-05-08T10:00:00Z"),
             ],
         },

@@ -50,6 +50,19 @@ _UNITS: Final = (
     "°c|°f|degrees?|dollars?|euros?|usd|eur|gbp|x|k"
 )
 
+_EXTENSIONS: Final = (
+    "py|js|ts|tsx|jsx|rs|go|java|c|h|cpp|hpp|rb|sh|md"
+    "|json|yaml|yml|toml|ini|cfg|txt|csv|log|sql|html|css|lock"
+)
+_FILE_EXTENSION: Final = regex.compile(rf"\.(?:{_EXTENSIONS})\b")
+_DATE_HINT: Final = regex.compile(
+    r"\b(?:[Jj]an|[Ff]eb|[Mm]ar|[Aa]pr|[Mm]ay|[Jj]un|[Jj]ul|[Aa]ug|[Ss]ep|[Oo]ct|[Nn]ov|[Dd]ec"
+    r"|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)|\d-\d\d-|\d/\d"
+)
+_VERSION_HINT: Final = regex.compile(r"\d\.\d|v\d")
+_ERRNO_HINT: Final = regex.compile(r"E[A-Z]{3}")
+_DIGIT: Final = regex.compile(r"[\d$\u20ac\u00a3]")
+
 # Priority order: earlier patterns claim their characters first.
 _PATTERNS: Final[tuple[tuple[str, regex.Pattern[str]], ...]] = (
     ("url", regex.compile(r"\b(?:https?|ftp)://[^\s<>\"'`]+", regex.I)),
@@ -59,17 +72,16 @@ _PATTERNS: Final[tuple[tuple[str, regex.Pattern[str]], ...]] = (
         regex.compile(
             r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.@+\-]+){2,}/?"
             r"|(?<![\w/])[A-Za-z]:\\(?:[\w.\-]+\\?)+"
-            r"|\b[\w\-]+(?:/[\w\-]+)*\.(?:py|js|ts|tsx|jsx|rs|go|java|c|h|cpp|hpp|rb|sh|md"
-            r"|json|yaml|yml|toml|ini|cfg|txt|csv|log|sql|html|css|lock)\b"
         ),
     ),
+    ("path", regex.compile(rf"\b[\w\-]+(?:/[\w\-]+)*\.(?:{_EXTENSIONS})\b")),
     (
         "error",
         regex.compile(
-            r"\b(?:E[A-Z]{3,}|[A-Z][A-Za-z]*(?:Error|Exception)|[A-Z]{1,4}\d{3,5}|"
-            r"(?:HTTP|status|error|code)\s+[1-5]\d\d)\b"
+            r"\b(?:E[A-Z]{3,}|[A-Z]{1,4}\d{3,5}|(?:HTTP|status|error|code)\s+[1-5]\d\d)\b"
         ),
     ),
+    ("error", regex.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b")),
     (
         "version",
         regex.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)+(?:[-+][\w.]+)?\b|\bv\d+(?:\.\d+)?\b"),
@@ -93,15 +105,15 @@ _PATTERNS: Final[tuple[tuple[str, regex.Pattern[str]], ...]] = (
             regex.I,
         ),
     ),
+    ("identifier", regex.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")),  # snake_case
     (
         "identifier",
         regex.compile(
-            r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"  # snake_case
-            r"|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b"  # camelCase
+            r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b"  # camelCase
             r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # PascalCase
-            r"|\b--?[a-z][a-z0-9\-]+\b(?=[\s=]|$)"  # a command-line flag
         ),
     ),
+    ("identifier", regex.compile(r"(?<![\w-])--?[a-z][a-z0-9\-]+\b(?=[\s=]|$)")),  # a flag
     # Capitalised words, a run of them joined by spaces (or "of"/"de"/"van" between),
     # and all-caps acronyms of two to six letters.
     (
@@ -166,7 +178,10 @@ def extract(text: str) -> list[Mention]:
     head = text[:MAX_TEXT]
     claimed = bytearray(len(head))
     found: list[Mention] = []
-    for kind, pattern in _PATTERNS:
+    gates = _gates(head)
+    for (kind, pattern), gate in zip(_PATTERNS, gates, strict=True):
+        if not gate:
+            continue
         for match in pattern.finditer(head):
             group = 1 if kind == "code" else 0
             start, end = match.span(group)
@@ -181,6 +196,30 @@ def extract(text: str) -> list[Mention]:
             found.append(mention)
     found.sort(key=lambda m: m.start)
     return found
+
+
+def _gates(text: str) -> tuple[bool, ...]:
+    """Which of ``_PATTERNS`` can match at all, by a cheap look for what each needs.
+
+    Most messages are prose: skipping the patterns that cannot match saves a good
+    part of the extraction (``ingest_batched_engine`` in scripts/bench.py).
+    """
+    digit = _DIGIT.search(text) is not None
+    return (
+        "://" in text,  # url
+        "`" in text,  # code
+        "/" in text or "\\" in text,  # path (directories)
+        "." in text and _FILE_EXTENSION.search(text) is not None,  # path (a file name)
+        digit or _ERRNO_HINT.search(text) is not None,  # error (codes)
+        "Error" in text or "Exception" in text,  # error (names)
+        digit and _VERSION_HINT.search(text) is not None,  # version
+        _DATE_HINT.search(text) is not None,  # date
+        digit,  # quantity
+        "_" in text,  # identifier (snake_case)
+        True,  # identifier (camelCase, PascalCase)
+        "-" in text,  # identifier (flags)
+        True,  # name
+    )
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

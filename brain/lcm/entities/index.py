@@ -1,13 +1,17 @@
-"""Writing the entity index: a message's mentions, at ingest and for older messages.
+"""Writing the entity index: a message's mentions, off the request path.
 
-Ingest calls ``index_message`` for each stored message inside its own
-transaction, so a message and its mentions commit together. Only the message
+Ingest queues each stored message in ``entity_backlog`` inside its own
+transaction (one cheap row: extraction costs about 0.1 ms a message, several
+times what storing it costs, see ``ingest_batched_engine`` in scripts/bench.py),
+so no message is ever left out. ``index_backlog`` drains the queue
+``BACKLOG_BATCH`` messages per transaction: the daemon's background worker does
+it once writes settle (``daemon.embeddings``), every entity read does it first
+(so a read always sees every stored message), and the engine does it when it
+opens a database to write. Only the message
 content is read: a large payload's text lives in its file and is searched
 through ``files_fts`` (``grep --scope files``); its stub in the content names no
 entity worth indexing. Messages stored before the entity schema are queued by
-the migration in ``entity_backlog``; ``index_backlog`` drains it when the engine
-opens a database to write, ``BACKLOG_BATCH`` messages per transaction, so the
-write lock is never held long and a busy database is finished by a later open.
+the migration in the same queue.
 
 Suppression needs no write here: every reader joins ``messages`` and skips
 suppressed ones, so unsuppress restores the mentions exactly.
@@ -58,14 +62,30 @@ def index_message(
     return len(firsts)
 
 
-def index_backlog(store: Store, batch: int = BACKLOG_BATCH) -> int:
-    """Index the messages queued by the entity migration; return how many were read.
+def queue_messages(store: Store, message_ids: Sequence[int]) -> None:
+    """Queue stored messages for indexing (inside the transaction that stores them)."""
+    store.executemany(
+        "INSERT OR IGNORE INTO entity_backlog (message_id) VALUES (?)",
+        [(i,) for i in message_ids],
+    )
 
-    Each batch re-reads the queue under the write lock, so two processes opening
-    the database at once index each message once.
+
+def backlog(store: Store) -> bool:
+    """Whether messages wait to be indexed."""
+    return store.one("SELECT 1 FROM entity_backlog LIMIT 1") is not None
+
+
+def index_backlog(store: Store, batch: int = BACKLOG_BATCH, *, batches: int | None = None) -> int:
+    """Index queued messages, at most ``batches`` transactions of ``batch`` (None: all);
+    return how many were read.
+
+    Each batch re-reads the queue under the write lock, so two processes
+    draining at once index each message once.
     """
     done = 0
-    while store.one("SELECT 1 FROM entity_backlog LIMIT 1") is not None:
+    rounds = 0
+    while (batches is None or rounds < batches) and backlog(store):
+        rounds += 1
         with store.transaction():
             rows: Sequence[tuple[object, ...]] = list(
                 store.execute(

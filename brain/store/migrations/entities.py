@@ -38,8 +38,6 @@ CREATE TABLE IF NOT EXISTS entity_mentions (
     PRIMARY KEY (entity_id, message_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS entity_mentions_message ON entity_mentions(message_id);
-CREATE INDEX IF NOT EXISTS entity_mentions_conversation
-    ON entity_mentions(conversation_id, entity_id);
 CREATE TABLE IF NOT EXISTS entity_backlog (message_id INTEGER PRIMARY KEY);
 INSERT OR IGNORE INTO entity_backlog (message_id) SELECT id FROM messages;
 """

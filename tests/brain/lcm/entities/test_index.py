@@ -17,6 +17,7 @@ from brain.store.schema import MIGRATIONS
 
 
 def _mentions(brain: Brain) -> set[tuple[str, str]]:
+    brain.index_entities()
     rows = brain.store.execute(
         "SELECT m.client_id, e.key FROM entity_mentions em JOIN entities e ON e.id = em.entity_id "
         "JOIN messages m ON m.id = em.message_id"
@@ -24,14 +25,19 @@ def _mentions(brain: Brain) -> set[tuple[str, str]]:
     return {(str(r[0]), str(r[1])) for r in rows}
 
 
-def test_ingest_records_the_entities_of_each_new_message(fresh_brain: Brain) -> None:
+def test_ingest_queues_each_new_message_and_indexing_records_its_entities(
+    fresh_brain: Brain,
+) -> None:
     fresh_brain.ingest(
         "s",
         [
-            MessageIn("user", "Caroline went to the support group on 8 May 2023.", client_id="a"),
+            MessageIn(
+                "user", "So Caroline went to the support group on 8 May 2023.", client_id="a"
+            ),
             MessageIn("assistant", "Did Caroline like it? See /srv/notes/group.md", client_id="b"),
         ],
     )
+    assert fresh_brain.store.scalar("SELECT count(*) FROM entity_backlog") == 2
     assert _mentions(fresh_brain) == {
         ("a", "caroline"), ("a", "8 may 2023"), ("b", "caroline"), ("b", "/srv/notes/group.md"),
     }  # fmt: skip
@@ -41,18 +47,18 @@ def test_ingest_records_the_entities_of_each_new_message(fresh_brain: Brain) -> 
         "JOIN entities e ON e.id = em.entity_id JOIN messages m ON m.id = em.message_id "
         "WHERE m.client_id = 'a' AND e.key = 'caroline'"
     )
-    assert row == ("Caroline", 0, 8)
+    assert row == ("Caroline", 3, 11)
 
 
 def test_a_duplicate_message_adds_no_mentions_twice(fresh_brain: Brain) -> None:
-    msg = MessageIn("user", "Melanie paints on Sundays with Caroline", client_id="a")
+    msg = MessageIn("user", "So Melanie paints on Sundays with Caroline", client_id="a")
     fresh_brain.ingest("s", [msg])
     fresh_brain.ingest("s", [msg])
-    count = fresh_brain.store.scalar("SELECT count(*) FROM entity_mentions")
-    assert count == 2
+    assert len(_mentions(fresh_brain)) == 2
+    assert fresh_brain.store.scalar("SELECT count(*) FROM entity_mentions") == 2
 
 
-def test_mentions_commit_with_their_message_or_not_at_all(fresh_brain: Brain) -> None:
+def test_a_message_is_queued_with_its_message_or_not_at_all(fresh_brain: Brain) -> None:
     fresh_brain.ingest("s", [MessageIn("user", "hello there", client_id="a")])
     with pytest.raises(Conflict):
         fresh_brain.ingest(
@@ -62,8 +68,10 @@ def test_mentions_commit_with_their_message_or_not_at_all(fresh_brain: Brain) ->
                 MessageIn("user", "something else", client_id="a"),  # reused id: Conflict
             ],
         )
-    assert fresh_brain.store.scalar("SELECT count(*) FROM entity_mentions") == 0
     assert fresh_brain.store.scalar("SELECT count(*) FROM messages") == 1
+    assert fresh_brain.store.scalar("SELECT count(*) FROM entity_backlog") == 1
+    assert fresh_brain.index_entities() == 1
+    assert fresh_brain.store.scalar("SELECT count(*) FROM entity_mentions") == 0
 
 
 @contextmanager
@@ -97,8 +105,9 @@ def test_messages_stored_before_the_entity_index_are_indexed_on_open(db_path: Pa
         )
     _downgrade(db_path)
     with _opened(db_path) as brain:
+        # Opening drained the queue the migration filled.
         assert brain.store.scalar("SELECT count(*) FROM entity_backlog") == 0
-        assert len(_mentions(brain)) == 14
+        assert brain.store.scalar("SELECT count(*) FROM entity_mentions") == 14
         brain.ingest("s", [MessageIn("user", "Melanie again", client_id="new")])
         assert ("new", "melanie") in _mentions(brain)
 
@@ -106,9 +115,11 @@ def test_messages_stored_before_the_entity_index_are_indexed_on_open(db_path: Pa
 def test_the_backlog_is_indexed_in_bounded_batches_each_once(db_path: Path) -> None:
     with _opened(db_path) as brain:
         brain.ingest("s", [MessageIn("user", f"Caroline {i}", client_id=f"m{i}") for i in range(5)])
+        brain.index_entities()
         store = brain.store
         store.execute("DELETE FROM entity_mentions")
         store.execute("INSERT INTO entity_backlog SELECT id FROM messages")
-        assert index_backlog(store, batch=2) == 5
+        assert index_backlog(store, batch=2, batches=2) == 4
+        assert index_backlog(store, batch=2) == 1
         assert index_backlog(store, batch=2) == 0
         assert store.scalar("SELECT count(*) FROM entity_mentions") == 5

@@ -17,7 +17,10 @@ def _seed(brain: Brain) -> None:
         "s",
         [
             MessageIn(
-                "user", "Caroline met Melanie.", client_id="a", created_at="2023-05-01T10:00:00Z"
+                "user",
+                "Yes, Caroline met Melanie.",
+                client_id="a",
+                created_at="2023-05-01T10:00:00Z",
             ),
             MessageIn(
                 "user",
@@ -37,6 +40,7 @@ def _seed(brain: Brain) -> None:
         "t",
         [MessageIn("user", "Caroline called", client_id="d", created_at="2023-07-01T10:00:00Z")],
     )
+    brain.index_entities()
 
 
 def test_entities_are_found_by_prefix_with_counts_and_first_and_last_seen(

@@ -24,6 +24,7 @@ def _seed(brain: Brain) -> dict[str, int]:
         ],
     )
     brain.ingest("t", [MessageIn("user", "Central Park again with Jon", client_id="e")])
+    brain.index_entities()
     return _ids(brain)
 
 
