@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import apsw
 import orjson
 import pytest
 
@@ -112,3 +114,23 @@ def test_brain_call_answers_entities_on_a_database(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr.decode()
     assert [e["name"] for e in orjson.loads(done.stdout)["entities"]] == ["Melanie"]
+
+
+def test_the_daemon_indexes_ingested_messages_in_the_background(tmp_path: Path) -> None:
+    db = tmp_path / "bg.db"
+    with Client.spawn(db) as client:
+        _seed(client)
+        # No entity read is made: the background worker alone drains the queue.
+        deadline = time.monotonic() + 60
+        while True:
+            reader = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+            try:
+                waiting = reader.execute("SELECT count(*) FROM entity_backlog").fetchone()
+                mentions = reader.execute("SELECT count(*) FROM entity_mentions").fetchone()
+            finally:
+                reader.close()
+            if waiting == (0,) and mentions is not None and mentions[0] > 0:
+                break
+            assert time.monotonic() < deadline, "the queue was never drained"
+            time.sleep(0.1)
+        assert client.call("ping") is not None
