@@ -20,7 +20,6 @@ from typing import Final
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.lcm.content import MessageIn, Normalized, message_part_block, normalize, normalize_time
 from brain.lcm.context import find_session
-from brain.lcm.entities.index import queue_messages
 from brain.lcm.ids import GENERATED_ID, public_message_id
 from brain.payloads.files import remove_file, write_file
 from brain.payloads.filetext import index_file
@@ -110,7 +109,6 @@ def ingest(
                 IngestedMessage(public_message_id(row_id, msg.client_id), last_seq, False)
             )
         enqueue(store, "message", queued)  # one statement for the batch
-        queue_messages(store, queued)  # the entity index, filled off the request path
         if added:
             totals = store.one(
                 "UPDATE conversations SET updated_at = ?, context_tokens = context_tokens + ?, "

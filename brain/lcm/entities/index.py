@@ -1,7 +1,7 @@
 """Writing the entity index: a message's mentions, off the request path.
 
-Ingest queues each stored message in ``entity_backlog`` inside its own
-transaction (one cheap row: extraction costs about 0.1 ms a message, several
+A trigger queues each stored message in ``entity_backlog`` inside the
+transaction that stores it (one cheap row: extraction costs about 0.1 ms a message, several
 times what storing it costs, see ``ingest_batched_engine`` in scripts/bench.py),
 so no message is ever left out. ``index_backlog`` drains the queue
 ``BACKLOG_BATCH`` messages per transaction: the daemon's background worker does
@@ -60,14 +60,6 @@ def index_message(
         ],
     )
     return len(firsts)
-
-
-def queue_messages(store: Store, message_ids: Sequence[int]) -> None:
-    """Queue stored messages for indexing (inside the transaction that stores them)."""
-    store.executemany(
-        "INSERT OR IGNORE INTO entity_backlog (message_id) VALUES (?)",
-        [(i,) for i in message_ids],
-    )
 
 
 def backlog(store: Store) -> bool:

@@ -13,9 +13,9 @@ from typing import Final
 # row per entity and message (the first occurrence's character span in the
 # message content, and how many times the message names it), with the
 # conversation and the message's time copied so lookups need not join messages
-# except to skip suppressed ones. Messages stored before this version are queued
-# in ``entity_backlog`` (SQL cannot run the extractor); the engine indexes them
-# in bounded batches when it opens the database (``brain.lcm.entities.index``).
+# except to skip suppressed ones. ``entity_backlog`` queues the messages to index
+# (SQL cannot run the extractor): those stored before this version, and every new
+# one through a trigger; ``brain.lcm.entities.index`` drains it in bounded batches.
 # ``IF NOT EXISTS``: a database rolled back to an older version by hand (as the
 # upgrade tests do) keeps these tables; re-queueing its messages is harmless, as
 # indexing a message twice changes nothing.
@@ -40,6 +40,11 @@ CREATE TABLE IF NOT EXISTS entity_mentions (
 CREATE INDEX IF NOT EXISTS entity_mentions_message ON entity_mentions(message_id);
 CREATE TABLE IF NOT EXISTS entity_backlog (message_id INTEGER PRIMARY KEY);
 INSERT OR IGNORE INTO entity_backlog (message_id) SELECT id FROM messages;
+-- Every stored message is queued in the transaction that stores it, whatever path
+-- stores it, at no extra statement.
+CREATE TRIGGER IF NOT EXISTS messages_entity_queue AFTER INSERT ON messages BEGIN
+    INSERT OR IGNORE INTO entity_backlog (message_id) VALUES (new.id);
+END;
 """
 
 SCRIPTS: Final[tuple[str, ...]] = (ENTITIES,)
