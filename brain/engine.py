@@ -95,7 +95,6 @@ class Brain:
         # Payload files left by a write that never committed (a killed process).
         sweep_stray_files(store, self.config.orphan_file_grace_s)
         _index_pending_files(store)
-        _index_entity_backlog(store)
         if embedder is None:
             from brain.vectors.embedders import default_embedder
 
@@ -277,7 +276,6 @@ class Brain:
                     "deleted); the database opened before keeps serving"
                 ) from exc
             _index_pending_files(store)
-            _index_entity_backlog(store)
             self._access.swap(store)
             self._lcm.forget()
             self._graph.forget()
@@ -302,20 +300,6 @@ def _index_pending_files(store: Store) -> None:
     try:
         with contextlib.suppress(StoreBusy):
             index_pending(store)
-    except BaseException:
-        store.close()
-        raise
-
-
-def _index_entity_backlog(store: Store) -> None:
-    """Index the entities of messages stored before the entity schema
-    (``brain.lcm.entities.index``); like ``_index_pending_files``, left to the next
-    open when another process holds the write lock."""
-    from brain.lcm.entities.index import index_backlog
-
-    try:
-        with contextlib.suppress(StoreBusy):
-            index_backlog(store)
     except BaseException:
         store.close()
         raise

@@ -39,6 +39,7 @@ class Embeddings:
         self.max_wait_s = max_wait_s
         self.embedded = 0
         self._last_error: str | None = None
+        self._entities_error: str | None = None
         self._limiter = anyio.CapacityLimiter(1)
         self._wake = anyio.Event()
         self._last_request = 0.0
@@ -64,8 +65,16 @@ class Embeddings:
                 )
                 if n == 0:
                     break
+            self._entities_error = None
         except Exception as exc:  # background work must never end the daemon
-            log.warning("background entity indexing failed", error=repr(exc), exc_info=exc)
+            if repr(exc) != self._entities_error:  # said once per distinct error
+                expected = isinstance(exc, BrainError)
+                log.warning(
+                    "background entity indexing failed",
+                    error=repr(exc),
+                    exc_info=None if expected else exc,
+                )
+            self._entities_error = repr(exc)
 
     async def run(self) -> None:
         """Loop until cancelled or stopped, draining the queue when woken or periodically."""

@@ -6,8 +6,8 @@ times what storing it costs, see ``ingest_batched_engine`` in scripts/bench.py),
 so no message is ever left out. ``index_backlog`` drains the queue
 ``BACKLOG_BATCH`` messages per transaction: the daemon's background worker does
 it once writes settle (``daemon.embeddings``), every entity read does it first
-(so a read always sees every stored message), and the engine does it when it
-opens a database to write. Only the message
+(so a read always sees every stored message). Opening a database does not: a
+big upgrade's queue (or a damaged page) must not hold up or fail a start. Only the message
 content is read: a large payload's text lives in its file and is searched
 through ``files_fts`` (``grep --scope files``); its stub in the content names no
 entity worth indexing. Messages stored before the entity schema are queued by

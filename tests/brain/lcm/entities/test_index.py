@@ -94,7 +94,7 @@ def _downgrade(path: Path) -> None:
     conn.close()
 
 
-def test_messages_stored_before_the_entity_index_are_indexed_on_open(db_path: Path) -> None:
+def test_messages_stored_before_the_entity_index_are_queued_and_indexed(db_path: Path) -> None:
     with _opened(db_path) as brain:
         brain.ingest(
             "s",
@@ -105,8 +105,9 @@ def test_messages_stored_before_the_entity_index_are_indexed_on_open(db_path: Pa
         )
     _downgrade(db_path)
     with _opened(db_path) as brain:
-        # Opening drained the queue the migration filled.
-        assert brain.store.scalar("SELECT count(*) FROM entity_backlog") == 0
+        # The migration queued them; the first drain indexes them.
+        assert brain.store.scalar("SELECT count(*) FROM entity_backlog") == 7
+        assert brain.index_entities() == 7
         assert brain.store.scalar("SELECT count(*) FROM entity_mentions") == 14
         brain.ingest("s", [MessageIn("user", "Melanie again", client_id="new")])
         assert ("new", "melanie") in _mentions(brain)
