@@ -82,6 +82,8 @@ LOOP_FREE_CALLS: dict[str, dict[str, Any]] = {
     "health": {},
     "save": {},
     "reload": {},
+    "entities": {"name": "m", "all": True},
+    "entity": {"name": "nobody", "session": "s"},
 }
 """Params for each loop-free method (some answer not-found: the handler ran all the same)."""
 
