@@ -1,7 +1,9 @@
 """The entity index's schema (``brain.lcm.entities``), one script appended after the others.
 
 Kept in its own module so the other migration ranges stay untouched; the version
-it takes the schema to is its place in ``brain.store.schema.MIGRATIONS``.
+it takes the schema to is its place in ``brain.store.schema.MIGRATIONS``. Tested in
+tests/brain/lcm/entities/test_index.py (an older database's messages are queued and
+indexed) and tests/brain/store/test_schema.py (migrations in order, idempotent).
 """
 
 from __future__ import annotations
