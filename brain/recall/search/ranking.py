@@ -95,6 +95,16 @@ def _day_max(values: Floats, c: Candidates) -> Floats:
     return np.asarray(best[c.day])
 
 
+def _day_rank(_: Store, c: Candidates) -> Floats:
+    """1 / (1 + the rank of the turn's day among the pool's days by their best fused score)."""
+    best = _day_max(c.fused, c)
+    per_day = np.full(int(c.day.max()) + 1 if len(c.day) else 0, -np.inf)
+    np.maximum.at(per_day, c.day, best)
+    rank = np.empty(len(per_day))
+    rank[np.argsort(-per_day, kind="stable")] = np.arange(len(per_day))
+    return np.asarray(1.0 / (1.0 + rank[c.day]))
+
+
 def _speaker_named(_: Store, c: Candidates) -> Floats:
     words = {w.lower() for w in WORD.findall(c.options.query)}
     return np.array(
@@ -133,6 +143,9 @@ FEATURES: Final[tuple[tuple[str, Feature], ...]] = (
     ("neighbour_cosine", lambda _, c: _neighbour_max(c.cosine, c)),
     ("day_lexical", lambda _, c: _day_max(c.lexical, c)),
     ("day_cosine", lambda _, c: _day_max(c.cosine, c)),
+    ("neighbour_fused", lambda _, c: _neighbour_max(c.fused, c)),
+    ("day_fused", lambda _, c: _day_max(c.fused, c)),
+    ("day_rank", _day_rank),
     ("log_length", lambda _, c: np.log1p(c.length)),
     ("speaker_named", _speaker_named),
     ("date_match", _date_match),
