@@ -28,14 +28,25 @@ ENTITY_KINDS: Final = (
 MAX_NAME: Final = 512
 
 
-def _scope(f: Fields) -> tuple[str | None, str | None, bool]:
-    """``session`` | ``session_key`` | ``all``: exactly one, as for ``grep``."""
+_Named = tuple[str, str | None, str | None, bool, str | None, int]
+
+
+def _named(obj: dict[str, Any], known: tuple[str, ...], *, limit: int, max_limit: int) -> _Named:
+    """What both methods take: ``name``, exactly one of ``session`` | ``session_key`` |
+    ``all`` (as for ``grep``), ``kind`` and ``limit`` (default ``limit``)."""
+    f = Fields(obj, known=known)
+    name = f.required_str("name", max_len=MAX_NAME)
+    if not name.strip():
+        raise InvalidParams("params.name: must name an entity (not only whitespace)")
     session = f.optional_str("session")
     session_key = f.optional_str("session_key")
     everything = f.optional_bool("all", default=False)
     if sum((session is not None, session_key is not None, everything)) != 1:
         raise InvalidParams("params.session: give exactly one of session, session_key, all")
-    return session, session_key, everything
+    kind = f.optional_choice("kind", ENTITY_KINDS)
+    count = f.optional_int("limit", default=limit, minimum=1, maximum=max_limit)
+    f.done()
+    return name, session, session_key, everything, kind, count
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +69,7 @@ class EntitiesParams:
 
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj, known=cls.FIELDS)
-        name = f.required_str("name", max_len=MAX_NAME)
-        if not name.strip():
-            raise InvalidParams("params.name: must name an entity (not only whitespace)")
-        session, session_key, everything = _scope(f)
-        kind = f.optional_choice("kind", ENTITY_KINDS)
-        limit = f.optional_int("limit", default=20, minimum=1, maximum=200)
-        f.done()
-        return cls(name, session, session_key, everything, kind, limit)
+        return cls(*_named(obj, cls.FIELDS, limit=20, max_limit=200))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +93,4 @@ class EntityParams:
 
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        f = Fields(obj, known=cls.FIELDS)
-        name = f.required_str("name", max_len=MAX_NAME)
-        if not name.strip():
-            raise InvalidParams("params.name: must name an entity (not only whitespace)")
-        session, session_key, everything = _scope(f)
-        kind = f.optional_choice("kind", ENTITY_KINDS)
-        limit = f.optional_int("limit", default=50, minimum=1, maximum=1_000)
-        f.done()
-        return cls(name, session, session_key, everything, kind, limit)
+        return cls(*_named(obj, cls.FIELDS, limit=50, max_limit=1_000))
