@@ -165,6 +165,8 @@ class Brain:
     index_entities = _Via("_lcm", LcmService.index_entities)
     entities = _Via("_lcm", LcmService.entities)
     entity = _Via("_lcm", LcmService.entity)
+    recent = _Via("_lcm", LcmService.recent)
+    refresh_rollups = _Via("_lcm", LcmService.refresh_rollups)
     compact = _Via("_lcm", LcmService.compact)
     compact_incremental = _Via("_lcm", LcmService.compact_incremental)
     rebuild_withheld = _Via("_lcm", LcmService.rebuild_withheld)

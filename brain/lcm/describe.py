@@ -21,6 +21,7 @@ from brain.errors import InvalidInput, NotFound
 from brain.lcm.context import Scope, visible
 from brain.lcm.dag import Summary, children, parent_of, source_message_ids, summary_by_id
 from brain.lcm.messages import find_messages, load_messages
+from brain.lcm.rollups.read import ROLLUP_ID_RE, describe_rollup, expand_rollup
 from brain.payloads.files import FILE_ID_RE, file_path, read_stored_file
 from brain.store.connection import Store
 from brain.tokens import estimate_tokens
@@ -38,7 +39,8 @@ def describe(
     get_message: Callable[[int], dict[str, Any]] | None = None,
     include_suppressed: bool = False,
 ) -> dict[str, Any]:
-    """Describe a summary (``sum_``), payload file (``file_``) or message id.
+    """Describe a summary (``sum_``), a rollup (``rol_``), payload file (``file_``) or
+    message id.
 
     Suppressed items (and payload files of suppressed messages) are reported
     as not found unless ``include_suppressed``.
@@ -46,6 +48,9 @@ def describe(
     if SUMMARY_ID_RE.fullmatch(target):
         summary = _scoped_summary(store, target, scope, include_suppressed)
         return _describe_summary(store, summary)
+    if ROLLUP_ID_RE.fullmatch(target):
+        # Derived, never suppressed itself: hidden while a leaf of it is, whatever is asked.
+        return describe_rollup(store, target, visible(scope))
     if FILE_ID_RE.fullmatch(target):
         return _describe_file(store, target, scope, max_tokens, lines, include_suppressed)
     if get_message is not None:
@@ -67,13 +72,16 @@ def describe(
 def expand(
     store: Store, summary_id: str, scope: Scope, *, max_tokens: int = 4_000
 ) -> dict[str, Any]:
-    """Walk a summary down to child summaries and source messages, under ``max_tokens``.
+    """Walk a summary down to child summaries and source messages, under ``max_tokens``
+    (a ``rol_`` rollup: to its leaf summaries).
 
     Level by level (children before grandchildren), each level in time order,
     so a small cap gives an overview and a larger one reaches the messages.
     A first item that alone costs more than the cap comes back cut to it
     (``truncated`` on the item), so a small cap never answers with nothing.
     """
+    if ROLLUP_ID_RE.fullmatch(summary_id):
+        return expand_rollup(store, summary_id, visible(scope), max_tokens=max_tokens)
     root = _scoped_summary(store, summary_id, scope)
     out: list[dict[str, Any]] = []
     reached: list[str] = []

@@ -19,8 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brain import clock
 from brain.config import BrainConfig
-from brain.errors import NotFound
+from brain.errors import InvalidInput, NotFound
 from brain.progress import Progress, ignore
 from brain.store.access import Access
 from brain.store.connection import Store
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from brain.lcm.content import MessageIn
     from brain.lcm.entities.lookup import EntityFound, EntityMentions
     from brain.lcm.ingest import IngestResult
+    from brain.lcm.rollups.build import RefreshReport
     from brain.lcm.summarize import Summarizer
     from brain.lcm.suppress import SuppressResult
 
@@ -210,6 +212,65 @@ class LcmService:
         with self._access.reading() as store:
             scope = _conversations(store, session, session_key)
             return entity_mentions(store, name, scope, kind=kind, limit=limit)
+
+    def refresh_rollups(
+        self, batches: int | None = None, *, rebuild: bool = False
+    ) -> RefreshReport:
+        """Refresh the day and week rollups of the leaves queued since the last refresh,
+        at most ``batches`` transactions (None: all); ``rebuild`` queues every leaf first
+        (rollups are derived: this makes them again from the summaries)."""
+        from brain.lcm.content import normalize_time
+        from brain.lcm.rollups.build import RefreshReport, backlog, refresh, requeue_all
+
+        if not rebuild:
+            with self._access.reading() as store:
+                if not backlog(store):
+                    return RefreshReport()
+        with self._access.locked() as store:
+            if rebuild:
+                with store.transaction():
+                    requeue_all(store)
+            return refresh(store, normalize_time(None, "now"), batches=batches)
+
+    def recent(
+        self,
+        *,
+        session: str | None = None,
+        session_key: str | None = None,
+        since: str | None = None,
+        before: str | None = None,
+        period: str | None = None,
+        max_tokens: int = 8_000,
+    ) -> dict[str, Any]:
+        """The day and week rollups and the leaf summaries of a time window, in time
+        order, in one session, a session key's sessions, or (neither given) everywhere.
+
+        The window is ``[since, before)``; ``before`` defaults to now and ``since`` to
+        ``before`` less one ``period`` (``day`` or ``week``, the default). Rollups due
+        a refresh are refreshed first (``brain.lcm.rollups``).
+        """
+        from brain.lcm.content import normalize_time
+        from brain.lcm.rollups.periods import PERIODS, SPAN
+        from brain.lcm.rollups.read import recent
+
+        if period is not None and period not in PERIODS:
+            raise InvalidInput("period", f"must be one of {', '.join(PERIODS)}")
+        if period is not None and since is not None:
+            raise InvalidInput("period", "give since or period, not both")
+        end = normalize_time(before, "before")
+        if since is None:
+            moment = clock.parse(end) - (SPAN["day"] if period == "day" else SPAN["week"])
+            start = normalize_time(moment.isoformat(), "since")
+        else:
+            start = normalize_time(since, "since")
+        if start >= end:
+            raise InvalidInput("since", "must be earlier than before")
+        self.refresh_rollups()
+        with self._access.reading() as store:
+            scope = _conversations(store, session, session_key)
+            found = recent(store, scope, start, end, max_tokens=max_tokens)
+        found["period"] = period
+        return found
 
     def assemble(self, session: str, options: AssembleOptions) -> Assembled:
         """The session's model-ready context under ``options``' budget (no recall of

@@ -27,9 +27,10 @@ import orjson
 
 from brain.errors import NotFound, ProviderError
 from brain.lcm.context import Scope, visible
-from brain.lcm.dag import Summary, children, source_message_ids, summary_by_id
+from brain.lcm.dag import Summary, children, load_summaries, source_message_ids, summary_by_id
 from brain.lcm.ids import GENERATED_ID
 from brain.lcm.messages import load_messages, speaker, with_speaker
+from brain.lcm.rollups.read import ROLLUP_ID_RE, leaf_ids, scoped_rollup
 from brain.recall.search import STOP_WORDS, GrepOptions, grep
 from brain.store.connection import Store
 from brain.tokens import estimate_tokens
@@ -100,6 +101,9 @@ def gather(
     seen = visible(scope)
     roots: list[Summary] = []
     for sid in dict.fromkeys(summary_ids):
+        if ROLLUP_ID_RE.fullmatch(sid):
+            roots += _rollup_leaves(store, sid, seen)
+            continue
         try:
             summary = summary_by_id(store, sid)
         except NotFound:
@@ -117,6 +121,8 @@ def gather(
                 summary = summary_by_id(store, hit.id)
                 if seen(summary.conversation_id):
                     roots.append(summary)
+            elif hit.kind == "rollup":
+                roots += _rollup_leaves(store, hit.id, seen)
             else:
                 direct.append((hit.id, hit.session))
     covering, walked = _walk(store, roots)
@@ -368,3 +374,14 @@ class Draft:
     gathered: Gathered
     extractive: dict[str, Any]
     max_tokens: int
+
+
+def _rollup_leaves(store: Store, rollup_id: str, seen: Callable[[int], bool]) -> list[Summary]:
+    """A rollup's visible leaf summaries (none when the read may not see the rollup)."""
+    try:
+        rollup = scoped_rollup(store, rollup_id, seen)
+    except NotFound:
+        return []
+    ids = leaf_ids(store, rollup)
+    found = load_summaries(store, ids)
+    return [found[i] for i in ids if i in found and not found[i].hidden]

@@ -339,7 +339,8 @@ PUBLIC = [
     "embeddings_pending", "entities", "entity", "expand", "expand_query", "get_grant",
     "get_message", "grep", "health", "index_entities", "info", "ingest", "learn", "maintain",
     "may_switch_embedder", "path", "prepare_teach", "probe",
-    "query", "rebuild_withheld", "recall_text", "reload", "renew_grant", "revoke_grant", "save",
+    "query", "rebuild_withheld", "recall_text", "recent", "refresh_rollups", "reload",
+    "renew_grant", "revoke_grant", "save",
     "settle_grant", "stop_compactions", "store", "suppress", "sync", "sync_index", "synthesize",
     "teach", "trace", "withheld_sessions",
 ]  # fmt: skip

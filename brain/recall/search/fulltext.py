@@ -1,4 +1,5 @@
-"""``full_text``: bm25 over the FTS5 indexes of messages and summaries, and CJK lookups.
+"""``full_text``: bm25 over the FTS5 indexes of messages, summaries and rollups, and CJK
+lookups.
 
 The FTS index drives the query even when it is scoped to one conversation (a
 CROSS JOIN fixes the loop order). Tested through ``grep``
@@ -14,6 +15,7 @@ import orjson
 
 from brain.errors import InvalidInput
 from brain.lcm.ids import public_message_id
+from brain.lcm.rollups.read import VISIBLE as ROLLUP_VISIBLE
 from brain.recall.search.files import ranked_files
 from brain.recall.search.model import (
     GrepOptions,
@@ -64,6 +66,9 @@ def full_text_search(store: Store, options: GrepOptions) -> list[Hit]:
                 keep([Hit("summary", r[0], r[2], -float(r[3]), r[4], r[1]) for r in rows])
         if cjk.short:
             keep(_containing(store, "summary", cjk.short, bounds, options.limit))
+        if words is not None:
+            rows = store.execute(_RANKED_ROLLUPS, (words, convs, convs, *bounds[2:], options.limit))
+            keep([Hit("rollup", r[0], r[2], -float(r[3]), r[4], r[1]) for r in rows])
     hits = sorted(best.values(), key=lambda h: h.score, reverse=True)
     return hits[: options.limit]
 
@@ -87,6 +92,19 @@ _RANKED_SUMMARIES: Final = (
     "(SELECT value FROM json_each(?))) AND s.latest_at >= ? AND s.earliest_at < ? "
     "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL "
     "ORDER BY bm25({fts}) LIMIT ?"
+)
+
+# Day and week rollups (``brain.lcm.rollups``) are summaries too: found with them,
+# shown while every session they draw on is in scope and none of their leaves is hidden.
+_RANKED_ROLLUPS: Final = " ".join(
+    (
+        "SELECT r.rollup_id, r.latest_at, r.session_id, bm25(rollups_fts),",
+        "snippet(rollups_fts, 0, '[', ']', '…', 16)",
+        "FROM rollups_fts CROSS JOIN rollups r ON r.id = rollups_fts.rowid",
+        "WHERE rollups_fts MATCH ? AND",
+        ROLLUP_VISIBLE,
+        "AND r.latest_at >= ? AND r.earliest_at < ? ORDER BY bm25(rollups_fts) LIMIT ?",
+    )
 )
 
 

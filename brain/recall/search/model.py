@@ -55,9 +55,10 @@ class GrepOptions:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One match: a message, a summary or a payload file, with a snippet around the match."""
+    """One match: a message, a summary, a day or week rollup (``rol_`` id) or a payload
+    file, with a snippet around the match."""
 
-    kind: Literal["message", "summary", "file"]
+    kind: Literal["message", "summary", "rollup", "file"]
     id: str
     session: str
     score: float
