@@ -1,9 +1,10 @@
 """Embedding off the request path.
 
 Ingest and compaction queue rows for embedding (``brain.vectors.index``); this loop
-drains the queue in batches with ``Brain.embed_pending``, and then the entity
+drains the queue in batches with ``Brain.embed_pending``, then the entity
 index's queue with ``Brain.index_entities`` (no provider: regexes, but too slow
-for ingest's own transaction). ``request()`` after a
+for ingest's own transaction), then the rollups' queue with
+``Brain.refresh_rollups`` (the day and week rollups of new leaf summaries). ``request()`` after a
 write wakes it; it also looks every ``every_s`` seconds, so a queue left by a
 previous process (or another process) is drained too. Like compaction, it
 waits for writes to go quiet for ``settle_s`` (at most ``max_wait_s``) before it
@@ -40,6 +41,7 @@ class Embeddings:
         self.embedded = 0
         self._last_error: str | None = None
         self._entities_error: str | None = None
+        self._rollups_error: str | None = None
         self._limiter = anyio.CapacityLimiter(1)
         self._wake = anyio.Event()
         self._last_request = 0.0
@@ -76,6 +78,27 @@ class Embeddings:
                 )
             self._entities_error = repr(exc)
 
+    async def _refresh_rollups(self) -> None:
+        """Refresh the rollups of leaves queued since the last turn
+        (``Brain.refresh_rollups``), one batch a turn so a stop is never held up long."""
+        try:
+            while not self._stopped:
+                report = await anyio.to_thread.run_sync(
+                    self.brain.refresh_rollups, 1, limiter=self._limiter
+                )
+                if report.leaves == 0:
+                    break
+            self._rollups_error = None
+        except Exception as exc:  # background work must never end the daemon
+            if repr(exc) != self._rollups_error:  # said once per distinct error
+                expected = isinstance(exc, BrainError)
+                log.warning(
+                    "background rollup refresh failed",
+                    error=repr(exc),
+                    exc_info=None if expected else exc,
+                )
+            self._rollups_error = repr(exc)
+
     async def run(self) -> None:
         """Loop until cancelled or stopped, draining the queue when woken or periodically."""
         while not self._stopped:
@@ -110,6 +133,7 @@ class Embeddings:
                     )
                 self._last_error = repr(exc)
             await self._index_entities()
+            await self._refresh_rollups()
             with anyio.move_on_after(self.every_s):
                 await self._wake.wait()
             self._wake = anyio.Event()

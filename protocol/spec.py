@@ -71,6 +71,9 @@ METHODS: Final[dict[str, MethodSpec]] = {
     "grep": MethodSpec("GrepParams", "find messages and summaries by regex, words or meaning"),
     "entities": MethodSpec("EntitiesParams", "find named things by name, with mention counts"),
     "entity": MethodSpec("EntityParams", "one named thing's mentions in time order, with snippets"),
+    "recent": MethodSpec(
+        "RecentParams", "a time window's day and week rollups and leaf summaries, in order"
+    ),
     "suppress": MethodSpec("SuppressParams", "hide messages or summaries from every agent path"),
     "unsuppress": MethodSpec("SuppressParams", "show suppressed messages or summaries again"),
     "expand": MethodSpec("LookupParams", "walk a summary down to its sources under a cap"),
@@ -104,6 +107,7 @@ GRANTABLE: Final = (
     "expand",
     "grep",
     "expand_query",
+    "recent",
 )
 """Methods a grant may allow. ``info`` is not (its counts span every session),
 nor are ``grant``/``revoke`` (a sub-agent must not mint access) or the

@@ -1,8 +1,8 @@
 """Model-facing tool definitions for brain's recall and learning methods.
 
 A host agent gives these to its model so the model can search and drill into
-its own memory: ``grep``, ``describe``, ``expand``, ``expand_query``, ``query``,
-``teach`` and ``learn``, named ``memory_<method>``. The schemas are built from
+its own memory: ``grep``, ``describe``, ``expand``, ``expand_query``, ``recent``,
+``query``, ``teach`` and ``learn``, named ``memory_<method>``. The schemas are built from
 one table (``TOOLS``) whose properties must be fields of the method's params
 (``protocol.methods.METHODS``), so the two stay in step; the descriptions are
 written for a model, not for the host's developer.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from protocol.methods import GREP_MODES, GREP_SCOPES, METHODS, TEACH_KINDS
+from protocol.methods import GREP_MODES, GREP_SCOPES, METHODS, PERIODS, TEACH_KINDS
 
 PREFIX: Final = "memory_"
 """Tool names are the method names with this prefix (``memory_grep``)."""
@@ -133,11 +133,12 @@ TOOLS: Final[tuple[Tool, ...]] = (
     Tool(
         "expand",
         "Walk a summary (sum_ id) down to what it was made from: its child summaries, "
-        "then the original messages, level by level, under a token cap. Use it when a "
+        "then the original messages, level by level, under a token cap (a rol_ rollup: "
+        "to its summaries). Use it when a "
         "summary in your context is too coarse and you want the actual exchange; "
         "prefer memory_expand_query when you have a specific question.",
         {
-            "id": _str("The summary id (sum_...) to expand."),
+            "id": _str("The summary id (sum_... or rol_...) to expand."),
             "max_tokens": _int("Cap on what comes back (default 4000).", 1, 1_000_000),
         },
         ("id",),
@@ -158,6 +159,26 @@ TOOLS: Final[tuple[Tool, ...]] = (
             "max_tokens": _int("Cap on the answer (default 2000).", 1, 1_000_000),
         },
         ("prompt",),
+    ),
+    Tool(
+        "recent",
+        "Review what happened in a stretch of time without a search query: day and week "
+        "rollups (rol_ ids: the facts, decisions, questions and names of that day or week) "
+        "and the summaries of the conversation in time order. Use it for 'what did we do "
+        "yesterday / last week?' or to catch up after a break. Pass a rol_ or sum_ id to "
+        "memory_expand for what it was made from.",
+        {
+            "period": {
+                "type": "string",
+                "enum": list(PERIODS),
+                "description": "day: the last 24 hours; week (default): the last 7 days "
+                "(before `before`, default now).",
+            },
+            "since": _str("Instead of period: from this ISO-8601 time."),
+            "before": _str("Up to this ISO-8601 time (default now)."),
+            "max_tokens": _int("Cap on what comes back (default 8000).", 1, 1_000_000),
+        },
+        (),
     ),
     Tool(
         "query",

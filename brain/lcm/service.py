@@ -245,9 +245,10 @@ class LcmService:
         """The day and week rollups and the leaf summaries of a time window, in time
         order, in one session, a session key's sessions, or (neither given) everywhere.
 
-        The window is ``[since, before)``; ``before`` defaults to now and ``since`` to
-        ``before`` less one ``period`` (``day`` or ``week``, the default). Rollups due
-        a refresh are refreshed first (``brain.lcm.rollups``).
+        The window ends at ``before`` (default now) and starts at ``since`` or one
+        ``period`` (``day`` or ``week``) earlier, the later of the two when both are
+        given (neither: a week). Rollups due a refresh are refreshed first
+        (``brain.lcm.rollups``).
         """
         from brain.lcm.content import normalize_time
         from brain.lcm.rollups.periods import PERIODS, SPAN
@@ -255,14 +256,17 @@ class LcmService:
 
         if period is not None and period not in PERIODS:
             raise InvalidInput("period", f"must be one of {', '.join(PERIODS)}")
-        if period is not None and since is not None:
-            raise InvalidInput("period", "give since or period, not both")
         end = normalize_time(before, "before")
+        back = normalize_time(
+            (clock.parse(end) - (SPAN["day"] if period == "day" else SPAN["week"])).isoformat(),
+            "period",
+        )
         if since is None:
-            moment = clock.parse(end) - (SPAN["day"] if period == "day" else SPAN["week"])
-            start = normalize_time(moment.isoformat(), "since")
+            start = back
         else:
             start = normalize_time(since, "since")
+            if period is not None:
+                start = max(start, back)
         if start >= end:
             raise InvalidInput("since", "must be earlier than before")
         self.refresh_rollups()

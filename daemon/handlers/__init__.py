@@ -78,6 +78,7 @@ HANDLERS: dict[str, Handler] = {
     "grep": Handler(recall.grep, _session_lane, holds_lane=False),
     "entities": Handler(entities.entities, _session_lane, holds_lane=False, loop_free=True),
     "entity": Handler(entities.entity, _session_lane, holds_lane=False, loop_free=True),
+    "recent": Handler(context.recent, _session_lane, holds_lane=False, loop_free=True),
     "expand_query": Handler(recall.expand_query, _session_lane, holds_lane=False),
     "suppress": Handler(context.suppress, _session_lane, mutates=True, loop_free=True),
     "unsuppress": Handler(context.unsuppress, _session_lane, mutates=True, loop_free=True),

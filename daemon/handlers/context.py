@@ -1,5 +1,6 @@
 """Handlers of a session's context: ``assemble``, ``compact``, ``describe``, ``expand``,
-``suppress`` and ``unsuppress`` (``protocol.methods.context``).
+``suppress`` and ``unsuppress`` (``protocol.methods.context``), and ``recent``
+(``protocol.methods.recent``).
 
 Tested through the daemon: tests/e2e/test_assemble_host.py, test_compaction_follows.py,
 test_describe_daemon.py and test_suppress_daemon.py send them to a real process.
@@ -16,7 +17,13 @@ from daemon.context import Context
 
 if TYPE_CHECKING:
     from brain import CompactionReport, RecallMode
-    from protocol.methods import AssembleParams, CompactParams, LookupParams, SuppressParams
+    from protocol.methods import (
+        AssembleParams,
+        CompactParams,
+        LookupParams,
+        RecentParams,
+        SuppressParams,
+    )
 
 
 async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
@@ -130,3 +137,17 @@ def _report(report: CompactionReport) -> dict[str, Any]:
         "summarize_ms": round(report.summarize_ms, 3),
         "took_ms": round(report.took_ms, 3),
     }
+
+
+async def recent(ctx: Context, params: RecentParams) -> dict[str, Any]:
+    """The day and week rollups and leaf summaries of a time window, in time order."""
+    result: dict[str, Any] = await ctx.db(
+        ctx.brain.recent,
+        session=params.session,
+        session_key=params.session_key,
+        since=params.since,
+        before=params.before,
+        period=params.period,
+        max_tokens=params.max_tokens,
+    )
+    return result

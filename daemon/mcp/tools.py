@@ -13,7 +13,8 @@ Scope is the server's (``Pin``): a server pinned to a session (``brain mcp
 leave ``session`` out, as ``protocol.tools`` does for a host; whatever scope a
 model sends is replaced. Unpinned, the session-scoped tools take an optional
 ``session`` (reads default to every session, or to the pinned session key's
-sessions for ``memory_grep``, ``memory_entities`` and ``memory_entity``) and the
+sessions for ``memory_grep``, ``memory_entities``, ``memory_entity`` and
+``memory_recent``) and the
 writing ones require it.
 """
 
@@ -30,7 +31,7 @@ Reach = Literal["session", "write", "chat", "none"]
 session; ``chat`` files graph traces under the pinned session; ``none``."""
 
 _SCOPE_KEYS: Final = ("session", "all", "session_key", "chat_id")
-_KEYED: Final = ("grep", "entities", "entity")
+_KEYED: Final = ("grep", "entities", "entity", "recent")
 """Reads that an unpinned session defaults to the pinned session key's sessions for."""
 """Scope params a model never sets itself: the pin (or the schema's ``session``) does."""
 
@@ -178,6 +179,18 @@ OUTPUTS: Final[dict[str, dict[str, Any]]] = {
         {"items": _LIST, "reached": _LIST, "tokens": _INT, "truncated": _BOOL},
         ("items", "tokens", "truncated"),
     ),
+    "recent": _out(
+        {
+            "since": _TEXT,
+            "before": _TEXT,
+            "period": _ANY_ID,
+            "items": _LIST,
+            "tokens": _INT,
+            "truncated": _BOOL,
+            "omitted": _INT,
+        },
+        ("items", "tokens", "truncated"),
+    ),
     "expand_query": _out(
         {
             "answer": _TEXT,
@@ -287,6 +300,7 @@ _REACH: Final[dict[str, Reach]] = {
     "describe": "session",
     "expand": "session",
     "expand_query": "session",
+    "recent": "session",
     "query": "chat",
     "teach": "chat",
     "learn": "chat",
@@ -296,6 +310,7 @@ _TITLES: Final = {
     "describe": "Read a memory item",
     "expand": "Expand a summary",
     "expand_query": "Answer from memory",
+    "recent": "Review a stretch of time",
     "query": "Recall knowledge",
     "teach": "Teach",
     "learn": "Rate a recall",
@@ -305,6 +320,7 @@ _HINTS: Final = {
     "describe": _READ,
     "expand": _READ,
     "expand_query": _READ,
+    "recent": _READ,
     # query stores a trace (for learn); teach adds a node (a dedup_key makes it idempotent).
     "query": _ADD,
     "teach": _ADD,

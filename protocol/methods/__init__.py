@@ -10,7 +10,8 @@ these, and the README's protocol reference is checked against this table.
 
 The params types live in one module per method family (``messages``:
 ingest and bootstrap; ``context``: assemble, compact, describe, expand,
-suppress; ``recall``: grep, expand_query; ``entities``: entities, entity; ``graph``: query, teach,
+suppress; ``recall``: grep, expand_query; ``entities``: entities, entity; ``recent``: recent;
+``graph``: query, teach,
 correction, learn, trace, sync, maintain; ``grants``: grant, revoke;
 ``checks``: the bounds they share) and are all re-exported here, where
 ``protocol.spec`` resolves them by name and the daemon imports them.
@@ -61,6 +62,7 @@ from protocol.methods.recall import (
     ExpandQueryParams,
     GrepParams,
 )
+from protocol.methods.recent import PERIODS, RecentParams
 
 # The method table lives in protocol.spec (light: the daemon's dispatcher imports
 # it alone); re-exported here, where it has always been (``as``: re-exported).
@@ -80,6 +82,8 @@ __all__ = [
     "EntitiesParams",
     "EntityParams",
     "ExpandQueryParams",
+    "PERIODS",
+    "RecentParams",
     "FORMATS",
     "GRANTABLE",
     "GRANT_ID_LEN",

@@ -118,6 +118,7 @@ async def test_the_server_lists_its_tools_with_schemas_annotations_and_output_sc
             "compact",
             "entities",
             "entity",
+            "recent",
         )
     )
     for tool in tools.values():
@@ -230,6 +231,29 @@ async def test_a_compacted_summary_is_described_expanded_and_answered_from(
         assert answer["citations"]
         message = await call(client, "memory_describe", {"id": "a1"})
         assert message["kind"] == "message"
+
+
+async def test_recent_reviews_a_week_of_rollups_and_summaries_read_only(
+    db_path: Path,
+) -> None:
+    async with brain_mcp(db_path, "--fresh-tail-count", "2") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        hints = tools["memory_recent"].annotations
+        assert hints is not None
+        assert hints.read_only_hint is True
+        await call(client, "memory_ingest", {"session": "s1", "messages": CONVERSATION})
+        await call(client, "memory_compact", {"session": "s1"})
+        found = await call(client, "memory_recent", {"since": "2000-01-01T00:00:00Z"})
+        kinds = [(i["kind"], i.get("period")) for i in found["items"]]
+        assert kinds[:2] == [("rollup", "week"), ("rollup", "day")]
+        assert ("summary", None) in kinds
+        rollup = found["items"][0]["id"]
+        expanded = await call(client, "memory_expand", {"id": rollup})
+        assert {i["kind"] for i in expanded["items"]} == {"summary"}
+        bad = await client.call_tool("memory_recent", {"period": "month"})
+        assert bad.is_error
+        assert bad.structured_content is not None
+        assert bad.structured_content["error"]["code"] == -32602
 
 
 async def test_taught_knowledge_is_recalled_by_query_and_learned_from(db_path: Path) -> None:

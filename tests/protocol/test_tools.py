@@ -9,7 +9,7 @@ import pytest
 from protocol.methods import METHODS
 from protocol.tools import BY_NAME, TOOLS, definitions, request
 
-EXPECTED = {"grep", "describe", "expand", "expand_query", "query", "teach", "learn"}
+EXPECTED = {"grep", "describe", "expand", "expand_query", "recent", "query", "teach", "learn"}
 
 
 def _example(schema: dict[str, Any], name: str) -> Any:

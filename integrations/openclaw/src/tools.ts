@@ -19,12 +19,12 @@ export interface ToolDefinition {
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
-/** The seven tool definitions. */
+/** The eight tool definitions. */
 export const TOOL_DEFINITIONS = definitions as ToolDefinition[];
 /** Their names, as the manifest's contracts.tools lists them. */
 export const TOOL_NAMES = TOOL_DEFINITIONS.map((d) => d.function.name);
 
-const SESSION_SCOPED = new Set(["grep", "describe", "expand", "expand_query"]);
+const SESSION_SCOPED = new Set(["grep", "describe", "expand", "expand_query", "recent"]);
 const SCOPE_KEYS = ["session", "all", "session_key", "chat_id"];
 
 /** What a tool knows of its caller (OpenClaw's tool context). */
@@ -68,7 +68,7 @@ export function toolRequest(
     const grant = grants.get(scope.sessionKey);
     if (grant) {
       if (grant.parentSessionId) params.session = grant.parentSessionId;
-      else if (method === "grep") params.session_key = grant.parentSessionKey;
+      else if (method === "grep" || method === "recent") params.session_key = grant.parentSessionKey;
       else params.session = grant.parentSessionKey;
       if (method === "expand_query") defaultQuery(params);
       return { method, params, grant: grant.grantId };

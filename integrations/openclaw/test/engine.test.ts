@@ -44,7 +44,7 @@ describe("registration", () => {
     assert.equal(typeof engine.prepareSubagentSpawn, "function");
   });
 
-  test("the tools registered are the manifest's contracts.tools, brain's seven", () => {
+  test("the tools registered are the manifest's contracts.tools, brain's eight", () => {
     h = harness({ command: "/nonexistent/brain" });
     assert.deepEqual([...h.tools.keys()], manifest.contracts.tools);
     assert.deepEqual(TOOL_NAMES, manifest.contracts.tools);

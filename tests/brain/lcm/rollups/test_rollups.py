@@ -177,7 +177,7 @@ def test_rollups_are_derived_and_rebuilt_the_same_from_the_summaries(brain: Brai
     ("params", "field"),
     [
         ({"period": "month"}, "period"),
-        ({"period": "day", "since": "2026-11-01T00:00:00Z"}, "period"),
+        ({"before": "soon"}, "before"),
         ({"since": "yesterday"}, "since"),
         ({"since": "2026-11-20T00:00:00Z", "before": "2026-11-19T00:00:00Z"}, "since"),
     ],
@@ -188,3 +188,14 @@ def test_bad_windows_are_refused_naming_the_field(
     with pytest.raises(InvalidInput) as refused:
         brain.recent(session="s", **params)
     assert refused.value.field == field
+
+
+def test_a_period_with_since_starts_the_window_at_the_later_of_the_two(brain: Brain) -> None:
+    before = "2026-11-20T12:00:00Z"
+    week = brain.recent(session="s", period="week", since="2026-11-18T00:00:00Z", before=before)
+    daily = brain.recent(session="s", period="day", since="2026-11-01T00:00:00Z", before=before)
+    default = brain.recent(session="s", before=before)
+
+    assert week["since"] == "2026-11-18T00:00:00.000Z"
+    assert daily["since"] == "2026-11-19T12:00:00.000Z"
+    assert default["since"] == "2026-11-13T12:00:00.000Z"
