@@ -84,6 +84,7 @@ LOOP_FREE_CALLS: dict[str, dict[str, Any]] = {
     "reload": {},
     "entities": {"name": "m", "all": True},
     "entity": {"name": "nobody", "session": "s"},
+    "recent": {"session": "s", "period": "day"},
 }
 """Params for each loop-free method (some answer not-found: the handler ran all the same)."""
 
