@@ -84,3 +84,41 @@ def test_a_failing_endpoint_falls_back_to_the_offline_summarizer(tmp_path: Path)
             assert described["summarizer"].startswith("fallback")
             assert client.close() == 0
     assert SECRET not in log.read_text()
+
+
+def _twice_the_prompt(request: Any) -> Reply:
+    """A model that answers every summary request with more than it was given."""
+    return Reply.text(request.json()["messages"][1]["content"] * 2)
+
+
+def test_answers_longer_than_their_input_walk_the_ladder_to_the_offline_summarizer(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "daemon.log"
+    with OpenAIServer(responder=_twice_the_prompt) as server:
+        with log.open("wb") as err, _daemon(tmp_path / "ladder.db", server, err) as client:
+            client.call("ingest", {"session": "s", "messages": _conversation(120)})
+            report = client.call("compact", {"session": "s"})
+            described = [
+                client.call("describe", {"id": sid, "session": "s"}) for sid in report["summaries"]
+            ]
+            assert client.close() == 0
+        prompts = [r.json() for r in server.requests]
+    kinds = {d["summary_kind"] for d in described}
+    assert kinds == {"leaf", "condensed"}
+    # Every summary refused the model's answer twice and came from the offline summarizer,
+    # smaller than what it covers.
+    assert {d["summarizer"] for d in described} == {"fallback"}
+    assert all(
+        d["content"].splitlines()[-1].startswith("Expand for details about:") for d in described
+    )
+    leaves = [d for d in described if d["summary_kind"] == "leaf"]
+    assert all(d["token_count"] < d["subtree"]["source_tokens"] for d in leaves)
+    assert len(prompts) == 2 * len(described)
+    # Each summary: the normal request, then the aggressive one (lower temperature).
+    assert [p["temperature"] for p in prompts] == [0.2, 0.1] * len(described)
+    users = [p["messages"][1]["content"] for p in prompts]
+    assert sum("<source_messages>" in u for u in users) == 2 * len(leaves)
+    condensed = [u for u in users if "<source_summaries>" in u]
+    assert condensed
+    assert all("Condense these consecutive summaries" in u for u in condensed)

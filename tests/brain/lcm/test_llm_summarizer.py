@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from brain.errors import ProviderError
 from brain.lcm.llm_summarizer import LLMSummarizer, build_prompt
 from brain.lcm.summarize import (
     EXPAND_PREFIX,
+    ExtractiveSummarizer,
     SourceItem,
     SummaryRequest,
     input_tokens,
@@ -245,3 +247,69 @@ def test_provider_failures_fall_back_to_the_extractive_summary(
 
     assert outcome.summarizer == "fallback"
     assert outcome.text.splitlines()[-1].startswith(EXPAND_PREFIX)
+
+
+# -- the whole ladder against the loopback server ------------------------------------------
+
+
+class _Down:
+    """A primary that is always unreachable: escalation goes straight to its fallback."""
+
+    name = "down"
+
+    def summarize(self, request: SummaryRequest) -> str:
+        raise ProviderError("down")
+
+
+def test_the_third_rung_is_the_default_offline_summarizer_after_normal_then_aggressive(
+    server: OpenAIServer, make_client: ClientFactory
+) -> None:
+    request = _long_request()
+    bloated = "\n".join(item.text for item in request.items) * 2
+    server.enqueue(Reply.text(bloated), Reply.text(bloated))
+
+    outcome = summarize_with_escalation(LLMSummarizer(make_client(), "m"), request)
+
+    normal, aggressive = (_prompt(server, i) for i in (0, 1))
+    assert normal[2]["temperature"] == 0.2  # the client's own
+    assert aggressive[2]["temperature"] == 0.1
+    assert "Be aggressive" in aggressive[1]
+    assert "Be aggressive" not in normal[1]
+    # What the daemon summarises with offline, asked the same way escalation asks it.
+    offline = summarize_with_escalation(_Down(), request, fallback=ExtractiveSummarizer())
+    assert (outcome.summarizer, outcome.text) == ("fallback", offline.text)
+    assert estimate_tokens(outcome.text) < input_tokens(request)
+
+
+def test_an_outage_on_the_normal_request_is_survived_by_the_aggressive_one(
+    server: OpenAIServer, make_client: ClientFactory
+) -> None:
+    server.enqueue(Reply.error(503, "overloaded"), Reply.text("Caches move on Friday."))
+
+    client = make_client(max_retries=0)
+    outcome = summarize_with_escalation(LLMSummarizer(client, "m"), _long_request())
+
+    assert (outcome.summarizer, outcome.text) == ("llm:m:aggressive", "Caches move on Friday.")
+
+
+@pytest.mark.parametrize("outage", ["refused", "server_errors", "too_slow", "not_json"])
+def test_a_provider_outage_ends_in_the_offline_summary_within_the_size_rules(
+    server: OpenAIServer, make_client: ClientFactory, outage: str
+) -> None:
+    if outage == "refused":
+        server.close()  # nothing listens on the port any more
+    elif outage == "server_errors":
+        server.enqueue(*[Reply.error(500, "boom") for _ in range(6)])
+    elif outage == "too_slow":
+        server.enqueue(*[Reply.text("late", delay=1.0) for _ in range(2)])
+    else:
+        server.enqueue(*[Reply(body=b"<html>gateway</html>") for _ in range(2)])
+    request = _long_request()
+    client = make_client(max_retries=1, timeout_s=0.2, breaker_threshold=100)
+
+    outcome = summarize_with_escalation(LLMSummarizer(client, "m"), request)
+
+    assert outcome.summarizer == "fallback"
+    assert outcome.attempts == 3
+    assert outcome.text.splitlines()[-1].startswith(EXPAND_PREFIX)
+    assert estimate_tokens(outcome.text) <= request.target_tokens
