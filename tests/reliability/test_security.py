@@ -18,11 +18,12 @@ from tests.e2e.conftest import Daemon, Spawn, serve_argv
 from tests.reliability.conftest import sql_rows
 
 SECRET = "zebracorn"  # a word only the other session's messages contain
-READS = ("describe", "expand", "expand_query", "grep", "assemble")
+READS = ("describe", "expand", "expand_query", "grep", "assemble", "recent")
 
 
 def _seed(daemon: Daemon, db: Path) -> dict[str, str]:
-    """Two sessions; the ``theirs`` one holds a message, a payload file and a summary."""
+    """Two sessions; the ``theirs`` one holds a message, a payload file, a summary and
+    a day rollup."""
     mine = [{"id": f"a{i}", "role": "user", "content": f"my own note {i}"} for i in range(5)]
     theirs = [
         {"id": f"b{i}", "role": "user", "content": f"{SECRET} private fact number {i} " * 20}
@@ -41,11 +42,15 @@ def _seed(daemon: Daemon, db: Path) -> dict[str, str]:
     summary = daemon.call(3, "compact", {"session": "theirs", "target_tokens": 100})["result"]
     assert summary["summaries"], summary
     (file_id,) = sql_rows(db, "SELECT file_id FROM large_files")[0]
+    window = {"session": "theirs", "since": "2000-01-01T00:00:00Z"}
+    recent = daemon.call(4, "recent", window)["result"]["items"]
+    rollup = next(i["id"] for i in recent if i["kind"] == "rollup")
     return {
         "message": stored["ids"][0],
         "generated": "msg_1",
         "summary": summary["summaries"][0],
         "file": file_id,
+        "rollup": rollup,
     }
 
 
@@ -60,6 +65,7 @@ def _reads(ids: dict[str, str], scope: dict[str, Any]) -> list[tuple[str, dict[s
         for where in ("both", "files"):
             calls.append(("grep", {"query": SECRET, "mode": mode, "scope": where, **scope}))
     calls.append(("assemble", {"budget": 100_000, **scope}))
+    calls.append(("recent", {"since": "2000-01-01T00:00:00Z", **scope}))
     calls.append(("query", {"query": SECRET}))  # the graph is shared by design: not scoped
     return [(m, p) for m, p in calls if m != "query"]
 

@@ -20,6 +20,7 @@ _EXTERNAL = (
     ("messages_fts", "messages"),
     ("summaries_fts", "summaries"),
     ("nodes_fts", "nodes"),
+    ("rollups_fts", "rollups"),
 )
 """The external-content indexes and their rows (each row is in its index)."""
 

@@ -26,6 +26,7 @@ CHECKS: Final = (
     "context",
     "graph",
     "suppression",
+    "rollups",
 )
 """Every check's name, in the order they run and are reported."""
 

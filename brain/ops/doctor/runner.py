@@ -15,7 +15,17 @@ import apsw
 
 from brain.config import BrainConfig
 from brain.errors import StorageError
-from brain.ops.doctor import context, files, fts, graph, integrity, schema, suppression, vectors
+from brain.ops.doctor import (
+    context,
+    files,
+    fts,
+    graph,
+    integrity,
+    rollups,
+    schema,
+    suppression,
+    vectors,
+)
 from brain.ops.doctor.report import Check, DoctorReport, Finding
 from brain.store.connection import Store, open_store
 from brain.store.schema import SCHEMA_VERSION
@@ -97,6 +107,7 @@ def _run_checks(store: Store, deep: bool, version_before: int) -> list[Finding]:
         context.check(store),
         graph.check(store),
         suppression.check(store),
+        rollups.check(store),
     ]
 
 
@@ -130,4 +141,5 @@ _REPAIRS: Final[Mapping[str, Callable[[Store, Finding], list[str]]]] = {
     "context": context.repair,
     "graph": graph.repair,
     "suppression": suppression.repair,
+    "rollups": rollups.repair,
 }

@@ -199,3 +199,24 @@ def test_a_period_with_since_starts_the_window_at_the_later_of_the_two(brain: Br
     assert week["since"] == "2026-11-18T00:00:00.000Z"
     assert daily["since"] == "2026-11-19T12:00:00.000Z"
     assert default["since"] == "2026-11-13T12:00:00.000Z"
+
+
+def test_a_session_sees_its_keys_rollups_only_while_they_hold_that_session_alone(
+    brain: Brain,
+) -> None:
+    day(brain, MONDAY, "Priya decided the deploy moves to Friday at 17:00.", session="a")
+    day(brain, TUESDAY, "Omar chose Postgres 16 for the reporting database.", session="b")
+    window = {"since": "2026-11-01T00:00:00Z", "max_tokens": 100_000}
+
+    keyed = brain.recent(session_key="k", **window)["items"]
+    mine = brain.recent(session="a", **window)["items"]
+
+    week = next(i for i in keyed if i.get("period") == "week")
+    assert "Omar" in week["content"]
+    assert "Priya" in week["content"]
+    # Session a sees its own day's rollup and summaries, not the week holding b's.
+    assert [i.get("period") for i in mine if i["kind"] == "rollup"] == ["day"]
+    assert all("Omar" not in i["content"] for i in mine)
+    with pytest.raises(NotFound):
+        brain.describe(str(week["id"]), session="a")
+    assert brain.describe(str(week["id"]), session=None)["kind"] == "rollup"

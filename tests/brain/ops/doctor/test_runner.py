@@ -34,6 +34,7 @@ def _populate(db: Path) -> None:
     try:
         brain.ingest("s", chat(40))
         brain.compact("s")
+        brain.refresh_rollups()
         brain.ingest(
             "s", [MessageIn("user", "サーバーの障害について教えてください", client_id="cjk")]
         )
@@ -199,6 +200,17 @@ def _dangling_edge(sql: apsw.Connection) -> None:
     )
 
 
+def _empty_a_rollup(sql: apsw.Connection) -> None:
+    sql.execute("DELETE FROM rollup_sources WHERE rollup_id = (SELECT min(id) FROM rollups)")
+
+
+def _delete_a_rollups_fts_row(sql: apsw.Connection) -> None:
+    sql.execute(
+        "INSERT INTO rollups_fts (rollups_fts, rowid, content) "
+        "SELECT 'delete', id, content FROM rollups WHERE id = (SELECT max(id) FROM rollups)"
+    )
+
+
 def _withhold_a_clean_summary(sql: apsw.Connection) -> None:
     sql.execute(
         "UPDATE summaries SET hidden_by = 'source' WHERE id = (SELECT min(id) FROM summaries)"
@@ -221,6 +233,8 @@ BREAKAGES: list[tuple[Callable[[apsw.Connection], None], str, dict[str, set[str]
     ),
     (_tamper_totals, "context", {"context": {"wrong_totals"}}),
     (_withhold_a_clean_summary, "suppression", {"suppression": {"wrong_withheld"}}),
+    (_empty_a_rollup, "rollups", {"rollups": {"broken"}}),
+    (_delete_a_rollups_fts_row, "fts", {"fts": {"rollups_fts_missing", "rollups_fts_integrity"}}),
     (_delete_summary_node, "graph", {"graph": {"summaries_without_node"}}),
     # SQLite's own check sees the violated CHECK constraint too.
     (
@@ -305,7 +319,15 @@ def test_several_breakages_at_once_are_all_repaired(db: Path, sql: apsw.Connecti
     for breakage, _check, _expected in BREAKAGES:
         breakage(sql)
     found = _problems(doctor(db, CONFIG))
-    assert set(found) == {"integrity", "fts", "vectors", "context", "graph", "suppression"}
+    assert set(found) == {
+        "integrity",
+        "fts",
+        "vectors",
+        "context",
+        "graph",
+        "suppression",
+        "rollups",
+    }
     assert doctor(db, CONFIG, repair=True).ok
     assert _messages(db) == before
 
