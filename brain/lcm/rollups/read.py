@@ -223,17 +223,25 @@ def recent(
             (before, since, scope, scope),
         )
     ]
-    leaves = list(
-        store.execute(
-            "SELECT s.summary_id, c.session_id, s.earliest_at, s.latest_at, s.token_count, "
-            "s.content FROM summaries s JOIN conversations c ON c.id = s.conversation_id "
-            "WHERE s.kind = 'leaf' AND s.latest_at >= ? AND s.earliest_at < ? "
-            "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL "
-            "AND (? IS NULL OR s.conversation_id IN (SELECT value FROM json_each(?))) "
+    # Scoped, the leaves come from each conversation's range of the leaf index.
+    source = (
+        "summaries s"
+        if scope is None
+        else "json_each(?) j CROSS JOIN summaries s ON s.conversation_id = j.value"
+    )
+    sql = " ".join(
+        (
+            "SELECT s.summary_id, c.session_id, s.earliest_at, s.latest_at, s.token_count,",
+            "s.content FROM",
+            source,
+            "JOIN conversations c ON c.id = s.conversation_id",
+            "WHERE s.kind = 'leaf' AND s.latest_at >= ? AND s.earliest_at < ?",
+            "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL",
             "ORDER BY s.latest_at DESC, s.id DESC",
-            (since, before, scope, scope),
         )
     )
+    bound = (since, before) if scope is None else (scope, since, before)
+    leaves = list(store.execute(sql, bound))
     chosen: list[tuple[str, int, dict[str, Any]]] = []
     spent = 0
     omitted = 0
