@@ -2315,6 +2315,89 @@ def bench_replay(shared: Shared, work: Path) -> Metrics:
     return out
 
 
+# -- rollups: a new leaf's refresh against the history's length ---------------------------
+
+ROLLUP_DAYS: Final = (30, 300)  # days of history, one session key
+ROLLUP_MESSAGES_PER_DAY: Final = 12
+
+
+def _rollups_params(s: Settings) -> dict[str, Any]:
+    return {
+        "days": [s.n(d, 3) for d in ROLLUP_DAYS],
+        "messages_per_day": ROLLUP_MESSAGES_PER_DAY,
+        "leaf_chunk_tokens": 1_000,
+        "summarizer": "the offline default (brain.lcm.rollups.build.rollup_summarizer)",
+    }
+
+
+def _rollup_day(rng: random.Random, day: datetime, n: int) -> list[MessageIn]:
+    return [
+        MessageIn(
+            "user" if i % 2 == 0 else "assistant",
+            make_content(rng, 150, 500),
+            client_id=f"{day:%Y%m%d}-{i}",
+            created_at=(day + timedelta(minutes=7 * i)).isoformat(),
+        )
+        for i in range(n)
+    ]
+
+
+def bench_rollups(shared: Shared, work: Path) -> Metrics:
+    """Refreshing the rollups after one new day of leaves, at 30 and 300 days of history
+    (the refresh rebuilds only the new leaves' periods), and ``recent`` for a week."""
+    out: Metrics = {}
+    per_day = ROLLUP_MESSAGES_PER_DAY
+    config = BrainConfig(
+        compaction=replace(CompactionConfig(), auto=False, leaf_chunk_tokens=1_000)
+    )
+    for days in (shared.settings.n(d, 3) for d in ROLLUP_DAYS):
+        db = work / f"rollups-{days}.db"
+        rng = random.Random(days)
+        start = datetime(2026, 1, 5, 9, tzinfo=UTC)
+        brain = Brain(db, config)
+        try:
+            print(f"  rollups: building {days} days", file=sys.stderr)
+            for d in range(days):
+                brain.ingest(
+                    "s", _rollup_day(rng, start + timedelta(days=d), per_day), session_key="k"
+                )
+            brain.compact("s")
+            t0 = time.perf_counter()
+            full = brain.refresh_rollups()
+            full_s = time.perf_counter() - t0
+            last = start + timedelta(days=days)
+            brain.ingest("s", _rollup_day(rng, last, per_day), session_key="k")
+            brain.compact("s")
+            t0 = time.perf_counter()
+            new = brain.refresh_rollups()
+            new_ms = (time.perf_counter() - t0) * 1000
+            recent_ms = []
+            items = 0
+            for _ in range(20):
+                t0 = time.perf_counter()
+                week = brain.recent(session_key="k", period="week", before=last.isoformat())
+                recent_ms.append((time.perf_counter() - t0) * 1000)
+                items = len(week["items"])
+            rollups = brain.store.scalar("SELECT count(*) FROM rollups")
+        finally:
+            brain.close()
+        key = f"days_{days}."
+        out.update(
+            {
+                f"{key}rollups": float(rollups or 0),
+                f"{key}full_refresh_s": full_s,
+                f"{key}full_refresh_leaves": float(full.leaves),
+                f"{key}new_day_refresh_ms": new_ms,
+                f"{key}new_day_leaves": float(new.leaves),
+                f"{key}new_day_rebuilt": float(len(new.rebuilt)),
+                f"{key}recent_week_p50_ms": statistics.median(recent_ms),
+                f"{key}recent_week_items": float(items),
+            }
+        )
+        _remove_db(db)
+    return out
+
+
 BENCHES: Final[tuple[Bench, ...]] = (
     Bench(
         "ingest_batched",
@@ -2444,6 +2527,14 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "only with --only",
         _unread_params,
         bench_unread,
+        opt_in=True,
+    ),
+    Bench(
+        "rollups",
+        "ms to refresh the rollups after one new day at 30 and 300 days of history, full "
+        "refresh s, recent(week) p50; only with --only",
+        _rollups_params,
+        bench_rollups,
         opt_in=True,
     ),
     Bench(
