@@ -19,6 +19,7 @@ EXPECTED = {
     "memory_describe",
     "memory_expand",
     "memory_expand_query",
+    "memory_recent",
     "memory_query",
     "memory_teach",
     "memory_learn",
