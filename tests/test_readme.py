@@ -94,7 +94,7 @@ def test_the_host_guides_tool_commands_print_the_tool_definitions() -> None:
     for argv in commands:
         done = subprocess.run([str(BRAIN), *argv[1:]], capture_output=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr.decode()
-        assert len(orjson.loads(done.stdout)) == 7
+        assert len(orjson.loads(done.stdout)) == 8
 
 
 def test_the_host_guides_local_server_commands_take_their_options(tmp_path: Path) -> None:

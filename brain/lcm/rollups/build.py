@@ -14,7 +14,7 @@ rollup; a rollup keeps its id across refreshes.
 The text is the offline summarizer's condensing of the period's leaves (through
 :func:`rollup_summarizer`, the one place that names it), under a header with the
 period and its time span, followed by the questions raised and the entities named.
-Tested in tests/brain/lcm/rollups/test_build.py.
+Tested in tests/brain/lcm/rollups/test_rollups.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the read's scope (a session filed under a key sees its key's rollups only while
 they hold no other session's leaves) and none of its leaves is hidden: a leaf
 suppressed or withheld hides the rollup at once, until the refresh that the same
 change queued rebuilds it from the leaves left. Tested in
-tests/brain/lcm/rollups/test_read.py.
+tests/brain/lcm/rollups/test_rollups.py.
 """
 
 from __future__ import annotations

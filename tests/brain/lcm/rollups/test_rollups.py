@@ -220,3 +220,25 @@ def test_a_session_sees_its_keys_rollups_only_while_they_hold_that_session_alone
     with pytest.raises(NotFound):
         brain.describe(str(week["id"]), session="a")
     assert brain.describe(str(week["id"]), session=None)["kind"] == "rollup"
+
+
+def test_an_upgraded_database_rolls_up_the_leaves_it_already_held(db_path: Path) -> None:
+    engine = Brain(db_path, CONFIG)
+    try:
+        day(engine, MONDAY, "Priya decided the deploy moves to Friday at 17:00.")
+        with engine.store.transaction():
+            # As before version 17: leaves, and nothing rolled up or queued.
+            engine.store.execute("DELETE FROM rollup_backlog")
+            engine.store.execute("PRAGMA user_version = 16")
+    finally:
+        engine.close()
+
+    upgraded = Brain(db_path, CONFIG)
+    try:
+        found = upgraded.recent(session_key="k", since="2026-01-01T00:00:00Z")
+    finally:
+        upgraded.close()
+
+    rolled = [i for i in found["items"] if i["kind"] == "rollup"]
+    assert [i["period"] for i in rolled] == ["week", "day"]
+    assert "Priya" in rolled[1]["content"]
