@@ -327,6 +327,18 @@ def wait_for_embeddings(client: Client, timeout_s: float = 900.0) -> float:
     return time.perf_counter() - started
 
 
+def wait_for_entities(client: Client, timeout_s: float = 900.0) -> float:
+    """Poll ``info`` until the entity index has no backlog (the daemon drains it in the
+    background after embedding); the seconds it took. grep's entity features count
+    only indexed messages."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout_s:
+        if int(client.call("info").get("entities_pending", 0)) == 0:
+            break
+        time.sleep(0.2)
+    return time.perf_counter() - started
+
+
 def run_mode(client: Client, mode: str, questions: Sequence[Question]) -> dict[str, Any]:
     """Grep every question in ``mode`` and score it; ``{"error": ...}`` if the mode is refused.
 
@@ -575,6 +587,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if any(m.startswith(("semantic", "hybrid")) for m in modes):
                 embed_seconds = wait_for_embeddings(client)
                 print(f"embedding drained {embed_seconds:.1f}s after ingest", file=sys.stderr)
+            entity_seconds = wait_for_entities(client)
+            print(f"entity index drained {entity_seconds:.1f}s later", file=sys.stderr)
             results = {
                 mode: run_mode(client, mode, data.questions)
                 for mode in modes

@@ -52,13 +52,17 @@ class Info:
     large_files: int
     db_bytes: int
     embeddings: EmbeddingsInfo
+    entities_pending: int
+    """Messages waiting for the entity index (drained in the background, and by every
+    ``entities``/``entity`` read); grep's entity features see them once indexed."""
 
 
 _COUNTS = (
     "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages), "
     "(SELECT count(*) FROM large_files), (SELECT count(*) FROM summaries), "
     "(SELECT count(*) FROM nodes), (SELECT count(*) FROM edges), "
-    "(SELECT count(*) FROM vectors), (SELECT count(*) FROM embed_queue)"
+    "(SELECT count(*) FROM vectors), (SELECT count(*) FROM embed_queue), "
+    "(SELECT count(*) FROM entity_backlog)"
 )
 
 
@@ -89,4 +93,5 @@ def read_info(store: Store, *, db: str, embedder: str, dim: int) -> Info:
         large_files=int(row[2]),
         db_bytes=page_count * page_size,
         embeddings=embeddings,
+        entities_pending=int(row[8]),
     )

@@ -167,6 +167,13 @@ def test_info_counts_what_is_stored(fresh_brain: Brain, db_path: Path) -> None:
     assert (info.conversations, info.messages, info.large_files) == (2, 3, 1)
 
 
+def test_info_counts_the_messages_waiting_for_the_entity_index(fresh_brain: Brain) -> None:
+    fresh_brain.ingest("a", [MessageIn("user", "Caroline met Okonkwo"), MessageIn("user", "hi")])
+    assert fresh_brain.info().entities_pending == 2
+    fresh_brain.index_entities()
+    assert fresh_brain.info().entities_pending == 0
+
+
 def test_info_sees_writes_committed_by_another_process(fresh_brain: Brain, db_path: Path) -> None:
     fresh_brain.info()
     other = Brain(db_path)
