@@ -2,18 +2,23 @@
 
 Usage::
 
-    python scripts/train_ranker.py ../shared/data/locomo/locomo_dev.json [--no-write] [--json]
+    python scripts/train_ranker.py DEV.json [--no-write] [--json] [--db PATH]
+
+(``DEV.json``: ``../shared/data/locomo/locomo_dev.json``.)
 
 The conversations are ingested through the daemon as ``scripts/eval_locomo.py``
 does; then, in-process, every question's candidate pool and feature matrix
 (``brain.recall.search.ranking``) are collected for ``hybrid`` (with vectors) and
 ``full_text`` (without), labelled 1 where the candidate is one of its evidence
-turns. A logistic regression (L2, on standardised features, fitted by Newton's
-method) is trained on four conversations and scored on the fifth, in every
+turns. A listwise linear model (``fit``: softmax cross-entropy per question, L2,
+on standardised features, fitted by Newton's method) is trained on four
+conversations and scored on the fifth, in every
 rotation: that is the cross-validated figure. As a control the same is done with
 the training labels shuffled within each question. Finally one model per mode is
 fitted on all of dev and written to ``brain/recall/search/ranker.json`` with the
-data's provenance (unless ``--no-write``).
+data's provenance (unless ``--no-write``). ``--db PATH`` keeps the ingested
+database at PATH and reuses it when it already exists (to try features without
+ingesting and embedding again).
 
 Only the dev split is used; the regularisation strength is a round number, not
 searched.
@@ -70,7 +75,7 @@ def collect(db: Path, questions: Sequence[ev.Question], mode: str) -> list[Pool]
         seen.append(([h.id for h in pool.hits], x))
         return x
 
-    width = len(ranking.FEATURES)
+    width = len(ranking.feature_names())
     neutral = ranking.Model(np.zeros(width), np.ones(width), np.zeros(width), 0.0)
     shipped = ranking.load_models
     ranking.features = record  # type: ignore[assignment]
@@ -81,6 +86,9 @@ def collect(db: Path, questions: Sequence[ev.Question], mode: str) -> list[Pool]
         # Whatever the daemon left unembedded is embedded here (the same default
         # embedder) before the first search of its conversation.
         engine.embed_before_search = 1_000_000
+        # The entity index is drained in the background by the daemon; whatever it
+        # left is indexed here, so entity features see every turn.
+        engine.index_entities()
         for q in questions:
             seen.clear()
             options = GrepOptions(q.question, mode=mode, scope="messages", limit=ev.LIMIT)  # type: ignore[arg-type]
@@ -98,30 +106,55 @@ def collect(db: Path, questions: Sequence[ev.Question], mode: str) -> list[Pool]
 
 
 def fit(pools: Sequence[Pool]) -> dict[str, Any]:
-    """A logistic regression on the pools' rows: mean, scale, weights, bias."""
-    x = np.vstack([p.x for p in pools if len(p.ids)])
-    y = np.concatenate([p.y for p in pools if len(p.ids)])
+    """A listwise linear model on the pools: mean, scale, weights, bias (0).
+
+    Each question's candidates get a softmax over their scores, and the loss is the
+    cross-entropy against its evidence (spread evenly over its evidence turns), plus
+    ``L2`` on the weights: it learns to put evidence above the *same question's* other
+    candidates, not to call a row evidence in absolute terms (a pointwise logistic
+    regression did: dev CV MRR 0.583 against 0.594 with the same features). Fitted by
+    Newton's method with a halving step (the loss is convex).
+    """
+    useful = [p for p in pools if len(p.ids) and p.y.sum() > 0]
+    x = np.vstack([p.x for p in useful])
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
-    z = np.column_stack([(x - mean) / scale, np.ones(len(x))])
-    w = np.zeros(z.shape[1])
-    penalty = np.full(z.shape[1], L2)
-    penalty[-1] = 0.0  # the bias is not shrunk
-    for _ in range(25):
-        p = 1.0 / (1.0 + np.exp(-(z @ w)))
-        grad = z.T @ (p - y) + penalty * w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty + 1e-9)
+    groups = [((p.x - mean) / scale, p.y / p.y.sum()) for p in useful]
+    w = np.zeros(x.shape[1])
+
+    def loss(w: NDArray[np.float64]) -> float:
+        total = 0.5 * L2 * float(w @ w)
+        for z, t in groups:
+            s = z @ w
+            top = s.max()
+            total += float(top + np.log(np.exp(s - top).sum()) - t @ s)
+        return total
+
+    current = loss(w)
+    for _ in range(50):
+        grad = L2 * w
+        hess = np.diag(np.full(len(w), L2))
+        for z, t in groups:
+            s = z @ w
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            grad = grad + z.T @ (p - t)
+            zp = z.T @ p
+            hess += (z * p[:, None]).T @ z - np.outer(zp, zp)
         step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-8:
+        rate, new = 1.0, loss(w - step)
+        while new > current and rate > 1e-4:
+            rate /= 2
+            new = loss(w - rate * step)
+        if new > current:
+            break  # no step lowers the loss: at the minimum, to rounding
+        w = w - rate * step
+        converged = current - new <= 1e-9 * abs(current)
+        current = new
+        if converged:
             break
-    return {
-        "mean": mean.tolist(),
-        "scale": scale.tolist(),
-        "weights": w[:-1].tolist(),
-        "bias": float(w[-1]),
-    }
+    return {"mean": mean.tolist(), "scale": scale.tolist(), "weights": w.tolist(), "bias": 0.0}
 
 
 def evaluate(pools: Sequence[Pool], model: dict[str, Any] | None) -> list[dict[str, float]]:
@@ -164,6 +197,7 @@ def ingest(data_path: Path, db: Path, tmp: Path) -> list[dict[str, Any]]:
     with Client.spawn(db, args=["--auto-compact", "false"], stderr=log, cwd=ev.ROOT) as client:
         ev.ingest_all(client, samples)
         ev.wait_for_embeddings(client)
+        ev.wait_for_entities(client)
     log.close()
     return samples
 
@@ -192,10 +226,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("data", type=Path, help="the LoCoMo dev JSON file")
     parser.add_argument("--no-write", action="store_true", help="do not write the weights")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--db", type=Path, help="ingested database to keep (reused if present)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="train_ranker_") as tmp:
-        db = Path(tmp) / "locomo.db"
-        samples = ingest(args.data, db, Path(tmp))
+        db = args.db or Path(tmp) / "locomo.db"
+        if db.exists():
+            samples = json.loads(args.data.read_text())
+        else:
+            samples = ingest(args.data, db, Path(tmp))
         questions = ev.questions_of(samples).questions
         report, models = figures(db, questions)
     for mode, r in report.items():
@@ -204,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_write:
         out = {
             "version": ranking.RANKER_VERSION,
-            "features": [name for name, _ in ranking.FEATURES],
+            "features": ranking.feature_names(),
             "models": models,
             "provenance": {
                 "trained_by": "scripts/train_ranker.py",

@@ -29,29 +29,34 @@ HOP_COMMON: Final = 50
 """An entity mentioned in more messages than this is too common to link two turns."""
 
 
-def query_entities(store: Store, query: str) -> list[int]:
-    """Ids of the stored entities ``query`` mentions (kind and key agree)."""
+def query_entities(store: Store, query: str, *, common: int | None = None) -> list[int]:
+    """Ids of the stored entities ``query`` mentions (kind and key agree); with
+    ``common``, only those mentioned in at most that many messages (counting stops
+    there, so an entity in every message costs no more than a rare one)."""
     pairs = {(m.kind, m.key) for m in extract(query)}
     if not pairs:
         return []
     rows = store.execute(
         "SELECT e.id FROM json_each(?) j JOIN entities e "
-        "ON e.kind = j.value ->> 0 AND e.key = j.value ->> 1",
-        (orjson.dumps(sorted(pairs)).decode(),),
+        "ON e.kind = j.value ->> 0 AND e.key = j.value ->> 1 "
+        "WHERE ?2 IS NULL OR (SELECT count(*) FROM (SELECT 1 FROM entity_mentions em "
+        "WHERE em.entity_id = e.id LIMIT ?2 + 1)) <= ?2",
+        (orjson.dumps(sorted(pairs)).decode(), common),
     )
     return [int(r[0]) for r in rows]
 
 
 def entity_overlap(
-    store: Store, query: str, row_ids: npt.NDArray[np.int64]
+    store: Store, query: str, row_ids: npt.NDArray[np.int64], *, common: int | None = None
 ) -> npt.NDArray[np.float64]:
-    """For each message row id, how many distinct entities of ``query`` it mentions.
+    """For each message row id, how many distinct entities of ``query`` it mentions
+    (with ``common``: only entities in at most that many messages, see ``query_entities``).
 
     0 for ids that are not messages (-1 for summaries), suppressed messages and
     queries that name no stored entity.
     """
     out = np.zeros(len(row_ids), dtype=np.float64)
-    entity_ids = query_entities(store, query) if len(row_ids) else []
+    entity_ids = query_entities(store, query, common=common) if len(row_ids) else []
     if not entity_ids:
         return out
     wanted = sorted({int(r) for r in row_ids if r >= 0})

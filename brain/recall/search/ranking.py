@@ -1,19 +1,26 @@
 """The ranking stage of hybrid and full_text grep: a small learned model reorders candidates.
 
 The candidates are the union of the full-text and semantic rankings (``POOL`` each)
-and, for hybrid, their neighbour turns, as the weighted fusion builds them. Each gets a row of
-cheap features (``FEATURES``) computed over the whole pool at once with numpy: its
-bm25 and cosine scores and ranks, today's fused score, its neighbours' scores, the
+and, for hybrid, their neighbour turns, as the weighted fusion builds them, and the
+second hop: the turns sharing the rarest entities with the ``HOP_FROM`` best of them
+(``brain.lcm.entities.overlap.second_hop``). Each gets a row of cheap features
+(``FEATURES``) computed over the whole pool at once with numpy or one SQL statement:
+its bm25 and cosine scores and ranks, today's fused score, its neighbours' scores, the
 best scores of its day (the turns of one conversation written on the same date,
-a sitting), its length, whether its speaker is named in the query, and whether it
-was written inside a time the query names (``brain.recall.search.when``). A
-logistic regression over the standardised features orders them; its weights ship
-in ``ranker.json`` beside this module, written by ``scripts/train_ranker.py`` from
-the LoCoMo dev split (see the file's ``provenance``). ``GrepOptions.rank`` False
-skips the stage (today's fused order).
+a sitting), its length, whether its speaker is named in the query, whether it was
+written inside a time the query names (``brain.recall.search.when``), how many of
+the query's rare entities it mentions, whether the second hop found it, and whether
+it (or the turn before it) asks a question. A linear model over the standardised
+columns, trained listwise, orders them; its weights ship in ``ranker.json`` beside
+this module, written by ``scripts/train_ranker.py`` from the LoCoMo dev split (see
+the file's ``provenance``). ``GrepOptions.rank`` False skips the stage (today's fused order).
+
+Entities are indexed off the request path (``entity_backlog``): a message not
+indexed yet counts as naming no entity (overlap 0, no second hop) until the
+daemon's background worker reaches it, within seconds of its ingest.
 
 Adding a feature is one line in ``FEATURES`` and a retrain: the weights file lists
-the feature names it was trained on and is refused (``RankerMismatch``) when they
+the column names it was trained on and is refused (``RankerMismatch``) when they
 differ, as when its ``version`` is not ``RANKER_VERSION``.
 Tested in tests/brain/recall/search/test_ranking.py.
 """
@@ -33,9 +40,12 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
+from brain.lcm.entities.overlap import HOP_COMMON, entity_overlap, second_hop
+from brain.lcm.ids import public_message_id
 from brain.recall.search.fulltext import full_text_search
 from brain.recall.search.model import LEXICAL_WEIGHT, WORD, GrepOptions, Hit, Nearest
 from brain.recall.search.semantic import min_max, semantic_search, spread_to_neighbours
+from brain.recall.search.snippets import snippet_lead
 from brain.recall.search.terms import fts_query
 from brain.recall.search.when import resolve
 from brain.store.connection import Store
@@ -45,6 +55,10 @@ RANKER_VERSION: Final = 1
 WEIGHTS_PATH: Final = Path(__file__).with_name("ranker.json")
 POOL: Final = 100
 """Candidates taken from each ranking: the stage reorders, it cannot find more."""
+HOP_FROM: Final = 10
+"""Hybrid's second hop starts from this many best message hits of the fused order..."""
+HOP: Final = 50
+"""...and adds at most this many turns sharing their rarest entities."""
 
 Floats = NDArray[np.float64]
 
@@ -71,12 +85,17 @@ class Candidates:
     cosine_rank: Floats
     fused: Floats
     """Today's weighted fusion score, with the neighbour share."""
+    hop: Floats
+    """1 / (1 + rank) among the turns the top hits' rare entities lead to
+    (``second_hop``); 0 for the others."""
     neighbour: NDArray[np.int64]
     """(n, 2): the index of the turn before and after in the pool, -1 if absent."""
     day: NDArray[np.int64]
     """Group id of (session, date written)."""
     length: Floats
     """Characters of the content (0 for summaries)."""
+    asks: Floats
+    """1 when the content holds a question mark: a question is rarely the evidence."""
     names: list[str | None]
     created: list[str]
 
@@ -132,6 +151,13 @@ def _dated_query(store: Store, c: Candidates) -> Floats:
     return np.full(len(c.hits), 1.0 if _intervals(store, c) else 0.0)
 
 
+def _entity_overlap(store: Store, c: Candidates) -> Floats:
+    """The query's rare entities the turn mentions. A common one (the user's own name,
+    in every other turn) says nothing about a turn: counting every entity got a
+    negative weight on dev, where the names are mostly the two speakers'."""
+    return entity_overlap(store, c.options.query, c.row_ids, common=HOP_COMMON)
+
+
 FEATURES: Final[tuple[tuple[str, Feature], ...]] = (
     ("lexical", lambda _, c: c.lexical),
     ("lexical_rank", lambda _, c: c.lexical_rank),
@@ -151,13 +177,24 @@ FEATURES: Final[tuple[tuple[str, Feature], ...]] = (
     ("date_match", _date_match),
     ("dated_query", _dated_query),
     ("summary", lambda _, c: (c.row_ids < 0).astype(np.float64)),
+    ("entity_overlap", _entity_overlap),
+    ("second_hop", lambda _, c: c.hop),
+    ("second_hop_only", lambda _, c: ((c.hop > 0) & (c.fused == 0)).astype(np.float64)),
+    ("asks", lambda _, c: c.asks),
+    ("previous_asks", lambda _, c: np.append(c.asks, 0.0)[c.neighbour[:, 0]]),
 )
 """(name, function of the pool): one column each, in the order the weights use."""
 
 
+def feature_names() -> list[str]:
+    """The matrix's column names, as the weights file lists them."""
+    return [name for name, _ in FEATURES]
+
+
 @dataclass(frozen=True, slots=True)
 class Model:
-    """A logistic regression over standardised features."""
+    """A linear model over standardised features (trained listwise: its scores compare
+    the candidates of one query, they are not probabilities)."""
 
     mean: Floats
     scale: Floats
@@ -165,14 +202,14 @@ class Model:
     bias: float
 
     def score(self, x: Floats) -> Floats:
-        """The log-odds that each row is evidence."""
+        """Each row's score: higher is likelier evidence, among one query's candidates."""
         return np.asarray(((x - self.mean) / self.scale) @ self.weights + self.bias)
 
 
 def ranked_search(store: Store, options: GrepOptions, nearest: Nearest | None) -> list[Hit]:
     """Hybrid (``nearest`` given) or full-text grep, the candidates ordered by the model.
 
-    A message hit's ``score`` is the model's log-odds; a summary keeps its place in the
+    A message hit's ``score`` is the model's score; a summary keeps its place in the
     fused order and its fused score. The entry point other stages (the
     graph's seeds) call for the best retrieval.
     """
@@ -225,6 +262,15 @@ def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> C
         # keeps its contract: every hit contains the query's words.
         spread_to_neighbours(store, options, fused, by_key)
     keys = sorted(fused, key=lambda k: fused[k], reverse=True)
+    hop: dict[tuple[str, str], float] = {}
+    if nearest is not None and options.scope != "summaries":
+        # Hybrid only: full_text's hits all contain the query's words.
+        for found, hit in _second_hop(store, options, [by_key[k] for k in keys]):
+            hop[found] = 1.0 / (1 + len(hop))
+            if found not in fused:
+                fused[found] = 0.0
+                by_key[found] = hit
+                keys.append(found)
     hits = [by_key[k] for k in keys]  # scores are set on the few returned
     n = len(hits)
     floor = min((s for s, _ in cos.values()), default=0.0)
@@ -250,23 +296,60 @@ def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> C
         cosine=np.array([cos[k][0] if k in cos else floor for k in keys]),
         cosine_rank=np.array([1.0 / (1 + cos[k][1]) if k in cos else 0.0 for k in keys]),
         fused=np.array([fused[k] for k in keys]),
+        hop=np.array([hop.get(k, 0.0) for k in keys]),
         neighbour=neighbour,
         day=day,
         length=np.array([float(r[2]) if r else 0.0 for r in rows]),
+        asks=np.array([float(r[3]) if r else 0.0 for r in rows]),
         names=[r[1] if r else None for r in rows],
         created=[h.created_at for h in hits],
     )
 
 
+def _second_hop(
+    store: Store, options: GrepOptions, ranked: list[Hit]
+) -> list[tuple[tuple[str, str], Hit]]:
+    """The turns sharing rare entities with the ``HOP_FROM`` best message hits, best first,
+    as (key, hit) within the options' conversations and times."""
+    top = [h for h in ranked if h.kind == "message"][:HOP_FROM]
+    sources = [int(r[0]) for r in _message_info(store, top).values()]
+    found = second_hop(store, sources, conversations=options.conversations or (), limit=HOP)
+    if not found:
+        return []
+    rows = store.execute(
+        "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content, "
+        "m.name FROM json_each(?) j CROSS JOIN messages m ON m.id = j.value "
+        "CROSS JOIN conversations c ON c.id = m.conversation_id "
+        "WHERE m.created_at >= ? AND m.created_at < ? ORDER BY j.key",
+        (orjson.dumps(found).decode(), options.since or "", options.before or "\uffff"),
+    )
+    out = []
+    for row_id, client_id, seq, role, created_at, session, content, name in rows:
+        hit = Hit(
+            "message",
+            public_message_id(row_id, client_id),
+            session,
+            0.0,
+            snippet_lead(content),
+            created_at,
+            seq,
+            role,
+            name,
+        )
+        out.append((("message", hit.id), hit))
+    return out
+
+
 def _message_info(store: Store, hits: list[Hit]) -> dict[tuple[str, int | None], Any]:
-    """(row id, name, characters) of the message hits, in one statement."""
+    """(row id, name, characters, holds a "?") of the message hits, in one statement."""
     wanted = [[h.session, h.seq] for h in hits if h.kind == "message" and h.seq is not None]
     if not wanted:
         return {}
     return {
-        (str(r[0]), int(r[1])): (int(r[2]), r[3], int(r[4]))
+        (str(r[0]), int(r[1])): (int(r[2]), r[3], int(r[4]), int(r[5]))
         for r in store.execute(
-            "SELECT c.session_id, m.seq, m.id, m.name, length(m.content) FROM json_each(?) j "
+            "SELECT c.session_id, m.seq, m.id, m.name, length(m.content), "
+            "instr(m.content, '?') > 0 FROM json_each(?) j "
             "CROSS JOIN conversations c ON c.session_id = j.value ->> 0 "
             "CROSS JOIN messages m ON m.conversation_id = c.id AND m.seq = j.value ->> 1",
             (orjson.dumps(wanted).decode(),),
@@ -301,7 +384,7 @@ def load_models(path: Path = WEIGHTS_PATH) -> dict[str, Model]:
         raise RankerMismatch(
             f"{path}: weights version {data.get('version')!r}, this code reads {RANKER_VERSION}"
         )
-    names = [name for name, _ in FEATURES]
+    names = feature_names()
     if data.get("features") != names:
         raise RankerMismatch(f"{path}: trained on features {data.get('features')}, not {names}")
     models = {}

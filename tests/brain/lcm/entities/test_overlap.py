@@ -60,3 +60,13 @@ def test_the_second_hop_never_returns_a_suppressed_message(fresh_brain: Brain) -
     ids = _seed(fresh_brain)
     fresh_brain.suppress(["d"], session="s")
     assert ids["d"] not in second_hop(fresh_brain.store, [ids["b"]])
+
+
+def test_overlap_with_common_set_ignores_entities_mentioned_in_more_messages(
+    fresh_brain: Brain,
+) -> None:
+    ids = _seed(fresh_brain)  # Central Park: 3 messages; Melanie: 2
+    rows = np.array([ids["a"], ids["b"], ids["d"]], dtype=np.int64)
+    query = "Did Melanie run in Central Park?"
+    assert entity_overlap(fresh_brain.store, query, rows, common=2).tolist() == [1.0, 1.0, 0.0]
+    assert entity_overlap(fresh_brain.store, query, rows, common=1).tolist() == [0.0] * 3

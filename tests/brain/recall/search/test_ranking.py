@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from brain import Brain, MessageIn
 from brain.recall.search import GrepOptions, ranking
-from brain.recall.search.ranking import FEATURES, RANKER_VERSION, RankerMismatch, load_models
+from brain.recall.search.ranking import (
+    RANKER_VERSION,
+    RankerMismatch,
+    feature_names,
+    load_models,
+    ranked_search,
+)
 
 
 def _weights(path: Path, **by_feature: float) -> Path:
     """A weights file whose models weigh only the features named (unit scale, zero mean)."""
-    names = [name for name, _ in FEATURES]
+    names = feature_names()
     model = {
         "mean": [0.0] * len(names),
         "scale": [1.0] * len(names),
@@ -110,7 +117,7 @@ def test_the_shipped_weights_load_for_both_modes_with_their_provenance() -> None
     models = load_models()
     assert set(models) == {"hybrid", "full_text"}
     for model in models.values():
-        assert len(model.weights) == len(FEATURES)
+        assert len(model.weights) == len(feature_names())
     data = json.loads(ranking.WEIGHTS_PATH.read_text())
     assert data["provenance"]["trained_by"] == "scripts/train_ranker.py"
     assert data["provenance"]["conversations"]
@@ -127,3 +134,73 @@ def test_a_weights_file_of_another_version_or_other_features_is_refused(tmp_path
     other.write_text(json.dumps({**data, "features": data["features"][:-1]}))
     with pytest.raises(RankerMismatch, match="features"):
         load_models(other)
+
+
+def test_a_turn_naming_the_querys_entity_ranks_above_an_otherwise_equal_one(
+    fresh_brain: Brain,
+) -> None:
+    # Same words for full text (the path is tokenised into etc, nginx, conf) and same
+    # length; only the second names the path as one entity (the shipped weights).
+    # The first comes first in every other order.
+    fresh_brain.ingest(
+        "s",
+        [
+            MessageIn("user", "the error is in etc nginx.conf. again", client_id="words"),
+            MessageIn("user", "the error is in /etc/nginx.conf again", client_id="path"),
+        ],
+    )
+    query = GrepOptions("why does /etc/nginx.conf fail?")
+    assert [h.id for h in fresh_brain.grep(replace(query, rank=False), session="s")] == [
+        "words",
+        "path",
+    ]
+    fresh_brain.index_entities()
+    assert [h.id for h in fresh_brain.grep(query, session="s")] == ["path", "words"]
+
+
+def test_a_grep_before_the_entity_index_caught_up_still_answers(fresh_brain: Brain) -> None:
+    fresh_brain.ingest("s", [MessageIn("user", "the error is in /etc/nginx.conf", client_id="a")])
+    assert fresh_brain.info().entities_pending == 1
+    hits = fresh_brain.grep(GrepOptions("/etc/nginx.conf", mode="hybrid"), session="s")
+    assert [h.id for h in hits] == ["a"]
+
+
+def test_hybrid_ranking_adds_a_turn_reachable_only_through_a_top_hits_rare_entity(
+    fresh_brain: Brain,
+) -> None:
+    filler = [MessageIn("user", f"unrelated chatter number {i}") for i in range(5)]
+    fresh_brain.ingest(
+        "s",
+        [
+            MessageIn("user", "Caroline met Okonkwo at the support group", client_id="met"),
+            *filler,
+            MessageIn("user", "Okonkwo moved to Lisbon last spring", client_id="moved"),
+            *filler,
+        ],
+    )
+    fresh_brain.index_entities()
+    options = GrepOptions("who did Caroline meet at the support group", mode="hybrid")
+    conversation = fresh_brain.store.scalar("SELECT id FROM conversations")
+    scoped = replace(options, conversations=(int(conversation),), scope="messages")
+
+    def nothing_embedded(k: int) -> list[tuple[str, int, float]]:
+        return []  # only full text and its neighbours: "moved" shares no word
+
+    ids = [h.id for h in ranked_search(fresh_brain.store, scoped, nothing_embedded)]
+    assert ids[0] == "met"
+    assert "moved" in ids
+    plain = ranked_search(fresh_brain.store, replace(scoped, mode="full_text"), None)
+    assert "moved" not in [h.id for h in plain]  # full_text: every hit holds a query word
+
+
+def test_a_statement_ranks_above_the_same_words_asked_as_a_question(fresh_brain: Brain) -> None:
+    fresh_brain.ingest(
+        "s",
+        [
+            MessageIn("user", "so you adopted a puppy?", client_id="asked"),
+            MessageIn("assistant", "so we adopted a puppy.", client_id="said"),
+        ],
+    )
+    query = GrepOptions("adopted puppy")
+    assert [h.id for h in fresh_brain.grep(replace(query, rank=False), session="s")][0] == "asked"
+    assert [h.id for h in fresh_brain.grep(query, session="s")] == ["said", "asked"]
