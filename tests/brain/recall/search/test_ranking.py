@@ -202,5 +202,5 @@ def test_a_statement_ranks_above_the_same_words_asked_as_a_question(fresh_brain:
         ],
     )
     query = GrepOptions("adopted puppy")
-    assert [h.id for h in fresh_brain.grep(replace(query, rank=False), session="s")][0] == "asked"
+    assert fresh_brain.grep(replace(query, rank=False), session="s")[0].id == "asked"
     assert [h.id for h in fresh_brain.grep(query, session="s")] == ["said", "asked"]
