@@ -98,12 +98,17 @@ def second_hop(
             SELECT DISTINCT entity_id FROM entity_mentions
             WHERE message_id IN (SELECT value FROM json_each(:sources))
         ),
+        counted(entity_id, n) AS (
+            -- Counting stops past :common: a name in every message costs no more
+            -- than a rare one (unscoped; scoped, the scan skips other conversations).
+            SELECT entity_id, (SELECT count(*) FROM (
+                SELECT 1 FROM entity_mentions em WHERE em.entity_id = src.entity_id
+                AND (:scoped = 0 OR em.conversation_id IN (SELECT value FROM json_each(:scope)))
+                LIMIT :common + 1)) FROM src
+        ),
         weighted(entity_id, weight) AS (
-            SELECT em.entity_id, 1.0 / count(*) FROM entity_mentions em
-            JOIN src USING (entity_id)
-            WHERE (:scoped = 0 OR em.conversation_id IN (SELECT value FROM json_each(:scope)))
-            GROUP BY em.entity_id HAVING count(*) <= :common
-            ORDER BY count(*) LIMIT :hop
+            SELECT entity_id, 1.0 / n FROM counted WHERE n BETWEEN 1 AND :common
+            ORDER BY n LIMIT :hop
         )
         SELECT em.message_id, sum(w.weight) AS score FROM weighted w
         JOIN entity_mentions em USING (entity_id)
