@@ -134,3 +134,16 @@ def test_the_daemon_indexes_ingested_messages_in_the_background(tmp_path: Path) 
             assert time.monotonic() < deadline, "the queue was never drained"
             time.sleep(0.1)
         assert client.call("ping") is not None
+
+
+def test_info_shows_the_entity_backlog_the_background_worker_drains(tmp_path: Path) -> None:
+    with Client.spawn(tmp_path / "b.db") as client:
+        _seed(client)
+        deadline = time.monotonic() + 30
+        pending = client.call("info")["entities_pending"]
+        while pending and time.monotonic() < deadline:
+            time.sleep(0.1)
+            pending = client.call("info")["entities_pending"]
+        assert pending == 0  # nothing read entities: the worker indexed them
+        found = client.call("grep", {"query": "Caroline support group", "all": True})
+        assert found["hits"][0]["id"] == "a"
