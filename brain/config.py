@@ -51,6 +51,10 @@ class CompactionConfig:
     incremental_max_depth: int = -1
     flush_soft_tokens: int = 4_000
     budget_share: float = 0.25
+    offline_summarizer: str = "default"
+    """What summarises when no LLM is configured, and the LLM's fallback
+    (``brain.lcm.offline``): ``default`` (the fact summarizer), ``extractive_v1``,
+    or the evaluation baselines ``truncation`` and ``random``."""
 
     def __post_init__(self) -> None:
         # Raw history and summaries each get this share: above one half the
@@ -58,6 +62,11 @@ class CompactionConfig:
         if not (math.isfinite(self.budget_share) and 0 < self.budget_share <= 0.5):
             raise ValueError(
                 f"budget_share must be above 0 and at most 0.5, got {self.budget_share}"
+            )
+        if self.offline_summarizer not in ("default", "extractive_v1", "truncation", "random"):
+            raise ValueError(
+                "offline_summarizer must be default, extractive_v1, truncation or random, "
+                f"got {self.offline_summarizer!r}"
             )
 
 

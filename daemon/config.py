@@ -332,6 +332,14 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "budget_share",
     ),
     Option(
+        "offline_summarizer",
+        "BRAIN_OFFLINE_SUMMARIZER",
+        Choice("default", "extractive_v1", "truncation", "random"),
+        "summarizer without an LLM (and the LLM's fallback); truncation and random are "
+        "evaluation baselines",
+        "compaction",
+    ),
+    Option(
         "llm_base_url",
         "BRAIN_LLM_BASE_URL",
         _text,

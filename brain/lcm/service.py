@@ -42,7 +42,7 @@ class LcmService:
     """The sessions of one database: their messages, summaries and context lists."""
 
     def __init__(self, access: Access, config: BrainConfig, summarizer: Summarizer | None) -> None:
-        """``summarizer``: what compaction summarizes with (None: extractive only)."""
+        """``summarizer``: what compaction summarizes with (None: the configured offline one)."""
         self._access = access
         self._config = config
         self._summarizer = summarizer
@@ -60,14 +60,14 @@ class LcmService:
             with self._parts:
                 if self._compactor is None:
                     from brain.lcm.compaction import Compactor
-                    from brain.lcm.summarize import ExtractiveSummarizer
+                    from brain.lcm.offline import offline_summarizer
 
-                    extractive = ExtractiveSummarizer()
+                    offline = offline_summarizer(self._config.compaction.offline_summarizer)
                     compactor = Compactor(
                         self._access.locked,
                         self._config.compaction,
-                        self._summarizer or extractive,
-                        extractive,
+                        self._summarizer or offline,
+                        offline,
                     )
                     if self._stopped:
                         compactor.stop()

@@ -7,7 +7,7 @@ candidate and walks down a ladder until one passes::
 
     1. primary, normal request
     2. primary, same request with aggressive=True
-    3. fallback: ExtractiveSummarizer with a tighter budget (deterministic)
+    3. fallback: FactSummarizer with a tighter budget (deterministic)
     4. hard truncation of the source with a "[Truncated for context management]" marker
 
 A candidate is rejected (next step) when it is empty or whitespace, looks like
@@ -21,8 +21,8 @@ line), because the result always obeys the size rule: when the input is over
 moves on to the next step like a rejection.
 
 The contract (requests, the protocol, the size rules) is
-``brain.lcm.summary_contract`` and the offline default
-``brain.lcm.extractive``; both are re-exported here, where callers import them.
+``brain.lcm.summary_contract``, the offline default ``brain.lcm.facts`` and the
+earlier ``brain.lcm.extractive``; they are re-exported here, where callers import them.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from dataclasses import replace
 
 from brain.errors import ProviderError
 from brain.lcm.extractive import ExtractiveSummarizer
+from brain.lcm.facts import FactSummarizer
 from brain.lcm.summary_contract import (
     EXPAND_LINE,
     EXPAND_PREFIX,
@@ -61,6 +62,7 @@ __all__ = [
     "TINY_INPUT_TOKENS",
     "TRUNCATION_MARKER",
     "ExtractiveSummarizer",
+    "FactSummarizer",
     "SourceItem",
     "Summarizer",
     "SummaryOutcome",
@@ -78,8 +80,8 @@ def summarize_with_escalation(
 ) -> SummaryOutcome:
     """Summarise with ``primary``, escalating until a candidate passes (see the module doc).
 
-    ``fallback`` defaults to an :class:`ExtractiveSummarizer` (``primary``
-    itself when it is one). The result always obeys the size rule, whatever the
+    ``fallback`` defaults to a :class:`FactSummarizer` (``primary`` itself when
+    it is one, or an :class:`ExtractiveSummarizer`). The result always obeys the size rule, whatever the
     summarizers return.
     """
     source = input_tokens(request)
@@ -102,7 +104,8 @@ def summarize_with_escalation(
             return SummaryOutcome(accepted, label, attempts)
 
     if fallback is None:
-        fallback = primary if isinstance(primary, ExtractiveSummarizer) else ExtractiveSummarizer()
+        offline = isinstance(primary, (FactSummarizer, ExtractiveSummarizer))
+        fallback = primary if offline else FactSummarizer()
     # Tighter than the target: the model already failed twice, so the fallback
     # aims well inside the budget (aggressive halves it again).
     tight = min(limit, max(FOOTER_MIN_TOKENS, limit * 3 // 4))

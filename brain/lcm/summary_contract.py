@@ -210,3 +210,23 @@ def cut_words(text: str, max_tokens: int) -> str:
     cut = cut_tokens(text, max_tokens - 1)  # the ellipsis is three bytes: one token
     space = cut.rfind(" ", len(cut) // 2)
     return (cut[:space] if space > 0 else cut).rstrip() + "\u2026"
+
+
+OFFLINE_SMALL_INPUT_TOKENS: Final = 64
+
+
+def offline_budget(request: SummaryRequest) -> int:
+    """The size an offline summarizer aims at: a real reduction of the source.
+
+    At most ``target_tokens``, below the input, and at most 60% of it beyond
+    small inputs (where line prefixes and the footer need the room); halved
+    when ``aggressive`` (never below the footer's minimum). Every offline
+    summarizer and baseline shares it, so their compression is comparable.
+    """
+    source = input_tokens(request)
+    budget = min(
+        request.target_tokens, source - 1, max(OFFLINE_SMALL_INPUT_TOKENS, source * 3 // 5)
+    )
+    if request.aggressive:
+        budget = min(budget, max(FOOTER_MIN_TOKENS, budget // 2))
+    return budget

@@ -1,0 +1,84 @@
+"""Words as the fact summarizer weighs them: content terms, stems, stop words and filler.
+
+A term is a lowercased word, stemmed by a few suffix rules (enough that
+"painting", "painted" and "paints" meet), that is neither a stop word nor
+filler. Filler is the vocabulary of reactions ("awesome", "love", "glad"):
+frequent in conversation, never the answer to a question about it.
+Tested in tests/brain/lcm/facts/test_words.py.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+_TOKEN: Final = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+STOP_WORDS: Final = frozenset(
+    (  # noqa: SIM905 (a word list reads better as text)
+        "a an the and or but nor so yet if then else than that this these those there here "
+        "i me my mine myself we us our ours you your yours he him his she her hers it its "
+        "they them their theirs who whom whose which what when where why how "
+        "am is are was were be been being do does did done doing have has had having "
+        "will would shall should can could may might must ought "
+        "to of in on at by for from with without into onto about above below over under "
+        "up down out off again further once as until while during before after through "
+        "all any both each few more most other some such no not only own same too very "
+        "just also even ever still now here s t d ll m re ve don't didn't doesn't isn't "
+        "i'm i've i'll i'd you're you've you'll it's that's there's what's let's "
+        "can't won't wasn't weren't haven't hasn't couldn't wouldn't shouldn't "
+        "get got go going went gone make made one ones thing things lot lots really"
+    ).split()
+)
+"""Function words: never a fact on their own."""
+
+FILLER_WORDS: Final = frozenset(
+    (  # noqa: SIM905
+        "oh wow hey hi hello yeah yes yep nope ok okay haha lol omg aww aw ah hmm "
+        "thanks thank thx please sorry congrats congratulations cheers bye "
+        "awesome amazing great good nice cool lovely wonderful fantastic incredible "
+        "beautiful gorgeous fun glad happy proud excited exciting sweet cute "
+        "love loved loving like liked totally absolutely definitely surely sure "
+        "think thought know knew feel feeling felt sound sounds seem seems look looks "
+        "hope hoping wish appreciate mean means kind bit stuff something anything "
+        "everything way time times much many well always never sometimes maybe "
+        "keep keeping want wanted need glad tell telling say said talk talking "
+        "super pretty quite truly honestly actually basically literally"
+    ).split()
+)
+"""Reactions and hedges: frequent in conversation, never what a question asks for."""
+
+
+def stem(word: str) -> str:
+    """``word`` (lowercase) without its common English inflection: a light, fixed rule set."""
+    if word.endswith("'s"):
+        word = word[:-2]
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ied", "y"), ("ed", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + keep
+            # "running" -> "runn" -> "run"; "hoped" -> "hop" is close enough.
+            if keep == "" and len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            return word
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """The lowercased word tokens of ``text`` (apostrophes kept inside a word)."""
+    return _TOKEN.findall(text.lower().replace("\u2019", "'"))
+
+
+def terms(text: str) -> list[str]:
+    """The stemmed content terms of ``text`` in order (stop words and filler dropped)."""
+    out = []
+    for token in tokens(text):
+        if token in STOP_WORDS or token in FILLER_WORDS:
+            continue
+        if len(token) < 3 and not token.isdigit():
+            continue
+        out.append(stem(token))
+    return out
