@@ -48,9 +48,9 @@ from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_locomo import CATEGORIES, ingest_all, normalise_dia_id, session_keys  # noqa: E402
+from eval_locomo import CATEGORIES, ingest_all, normalise_dia_id, session_keys
 
-from protocol.client import Client  # noqa: E402
+from protocol.client import Client
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 SUMMARIZERS: Final = ("default", "extractive_v1", "truncation", "random")
@@ -131,8 +131,11 @@ def answered_questions(samples: Sequence[dict[str, Any]]) -> list[AnsweredQuesti
         for qa in sample.get("qa", []):
             if qa.get("answer") is None:
                 continue  # adversarial questions carry no answer
-            ids = [f"D{int(s)}:{int(t)}" for raw in qa.get("evidence") or [] for s, t in
-                   _EVIDENCE.findall(str(raw))]
+            ids = [
+                f"D{int(s)}:{int(t)}"
+                for raw in qa.get("evidence") or []
+                for s, t in _EVIDENCE.findall(str(raw))
+            ]
             present = tuple(i for i in dict.fromkeys(ids) if i in known)
             if present:
                 out.append(
@@ -249,16 +252,22 @@ def summaries_of(client: Client, session: str, ids: Sequence[str]) -> list[Summa
 
 
 def run_summarizer(
-    name: str, samples: Sequence[dict[str, Any]], questions: Sequence[AnsweredQuestion],
-    budget: int, tmp: Path,
+    name: str,
+    samples: Sequence[dict[str, Any]],
+    questions: Sequence[AnsweredQuestion],
+    budget: int,
+    tmp: Path,
 ) -> dict[str, Any]:
     """Ingest, compact and score every sample with the offline summarizer ``name``."""
     db = tmp / f"{name}.db"
     views: dict[str, list[SummaryView]] = {}
     summarize_ms = 0.0
-    with (tmp / f"{name}.log").open("wb") as log, Client.spawn(
-        db, args=["--auto-compact", "false", "--offline-summarizer", name], stderr=log, cwd=ROOT
-    ) as client:
+    with (
+        (tmp / f"{name}.log").open("wb") as log,
+        Client.spawn(
+            db, args=["--auto-compact", "false", "--offline-summarizer", name], stderr=log, cwd=ROOT
+        ) as client,
+    ):
         ingest_all(client, samples)
         for sample in samples:
             session = str(sample["sample_id"])

@@ -69,7 +69,7 @@ class RandomSentenceSummarizer:
                     pool.append((index, prefix + sentence))
         seed = zlib.crc32("\x00".join(i.text for i in request.items).encode())
         order = list(range(len(pool)))
-        random.Random(seed).shuffle(order)
+        random.Random(seed).shuffle(order)  # noqa: S311 (a baseline, not a secret)
         chosen: list[int] = []
         spent = 0
         for pick in order:

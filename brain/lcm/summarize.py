@@ -81,8 +81,8 @@ def summarize_with_escalation(
     """Summarise with ``primary``, escalating until a candidate passes (see the module doc).
 
     ``fallback`` defaults to a :class:`FactSummarizer` (``primary`` itself when
-    it is one, or an :class:`ExtractiveSummarizer`). The result always obeys the size rule, whatever the
-    summarizers return.
+    it is one, or an :class:`ExtractiveSummarizer`). The result always obeys the
+    size rule, whatever the summarizers return.
     """
     source = input_tokens(request)
     if source <= TINY_INPUT_TOKENS:

@@ -13,12 +13,23 @@ Tested in tests/brain/lcm/facts/test_clauses.py.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Final
 
-_MONTH_NAMES: Final = (
-    "January February March April May June July August September October November December"
-).split()
+MONTH_NAMES: Final = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 _SENTENCE: Final = re.compile(r"\s*\n\s*|(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])")
 _CLAUSE: Final = re.compile(
@@ -42,7 +53,7 @@ _HEDGES: Final = re.compile(
 _SPACES: Final = re.compile(r"\s{2,}")
 _AGO_OR_ABSOLUTE: Final = re.compile(r"\d")
 
-_WEEKDAYS: Final = "monday tuesday wednesday thursday friday saturday sunday".split()
+_WEEKDAYS: Final = "monday tuesday wednesday thursday friday saturday sunday".split()  # noqa: SIM905
 _RELATIVE: Final = re.compile(
     r"\b(?:(?P<prep>since|from|until|of|for|in|during|by|before|after)\s+)?"
     r"(?P<what>yesterday|today|tonight|tomorrow|last night|this morning|"
@@ -77,6 +88,26 @@ def tidy(clause: str) -> str:
     return text[0].upper() + text[1:] if text[0].islower() and clause[:1].isupper() else text
 
 
+_ARTICLES: Final = re.compile(r"\b(?:[Aa]n?|[Tt]he|[Ss]o|[Vv]ery|[Pp]retty|[Qq]uite)\s+(?=[\w\"'])")
+_SELF: Final = re.compile(
+    r"^(?:I|I've|I'm|I am|I have|I was|I'd|It's|It is|It was|That's|That was|There's|"
+    r"There are|There is|This is)\s+(?=\w)"
+)
+_PHOTO: Final = re.compile(
+    r"\[image: (?:a |an )?(?:photography|photo|picture|close up|closeup)(?: of)?\s*([^\]]*)\]"
+)
+
+
+def squeeze(clause: str) -> str:
+    """``clause`` in note form: no articles or intensifiers, no opening "I" (the line names
+    its speaker), an image shown as "(photo: ...)". Meaning words are never dropped."""
+    text = _PHOTO.sub(lambda m: f"(photo: {m.group(1).strip()})", clause)
+    text = _SELF.sub("", text)
+    text = _ARTICLES.sub("", text)
+    text = _SPACES.sub(" ", text).strip()
+    return text or clause
+
+
 def parse_at(at: str) -> datetime | None:
     """A message's ``created_at`` as a naive datetime (None if it is not ISO-8601)."""
     try:
@@ -86,9 +117,10 @@ def parse_at(at: str) -> datetime | None:
     return moment.replace(tzinfo=None)
 
 
-def day_text(moment: datetime) -> str:
-    """``8 May 2023``: the form a reader (and a question about "when") uses."""
-    return f"{moment.day} {_MONTH_NAMES[moment.month - 1]} {moment.year}"
+def day_text(moment: date, *, year: bool = True) -> str:
+    """``8 May 2023`` (``8 May`` without the year): how a reader, and a question, says it."""
+    text = f"{moment.day} {MONTH_NAMES[moment.month - 1]}"
+    return f"{text} {moment.year}" if year else text
 
 
 def resolve_dates(text: str, at: datetime | None) -> str:
@@ -126,7 +158,7 @@ def _said(what: str, at: datetime) -> tuple[str, str] | None:
     if unit == "month":
         index = day.month - 1 + {"last": -1, "next": 1}.get(which, 0)
         year, month = day.year + index // 12, index % 12
-        return "in", f"{_MONTH_NAMES[month]} {year}"
+        return "in", f"{MONTH_NAMES[month]} {year}"
     if unit in ("week", "weekend"):
         if which in ("last", "this past"):
             return "", f"the {unit} before {day_text(at)}"

@@ -31,16 +31,26 @@ Deterministic: ties go to the earlier clause. Tests: tests/brain/lcm/facts/.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
 from collections import Counter
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Final
 
 from brain.lcm.entities.extract import extract
-from brain.lcm.facts.clauses import clauses, day_text, parse_at, resolve_dates, sentences, tidy
-from brain.lcm.facts.words import FILLER_WORDS, STOP_WORDS, stem, terms, tokens
+from brain.lcm.facts.clauses import (
+    MONTH_NAMES,
+    clauses,
+    day_text,
+    parse_at,
+    resolve_dates,
+    sentences,
+    squeeze,
+    tidy,
+)
+from brain.lcm.facts.words import FILLER_WORDS, STOP_WORDS, rarity, stem, terms, tokens
 from brain.lcm.summary_contract import (
     EXPAND_LINE,
     EXPAND_PREFIX,
@@ -94,11 +104,16 @@ _ENTITY_WEIGHT: Final = {
     "name": 2.0,
 }
 _WORD_WEIGHT: Final = 1.0
+_RARE_WORD: Final = 1.0  # an uncommon English word weighs up to this much more
+_FILLER_WEIGHT: Final = 0.25  # reactions: rarely the point, sometimes the answer ("happy")
 _PRESENT_NAME_WEIGHT: Final = 0.25  # the people talking are in the header already
-_RARE_BONUS: Final = 0.5  # a fact in one message weighs 1.5x, in many about 1x
+_RARE_BONUS: Final = 0.5  # condensed: a fact of one child weighs 1.5x, of all about 1x
+_REPORT_BONUS: Final = 2.0
+_ADDRESSED_PENALTY: Final = 0.5
 _DECISION_BONUS: Final = 1.5
 _ERROR_BONUS: Final = 1.5
 _ANSWER_BONUS: Final = 1.0
+_MIN_DENSITY: Final = 1 / 2 / 4  # fact weight per unit: at least one per two tokens
 _MIN_GAIN: Final = 1.5  # below this a clause says nothing new worth a line
 _AGGRESSIVE_MIN_GAIN: Final = 3.0
 _COST_PAD: Final = 24  # units: favours fuller clauses over fragments at equal density
@@ -112,6 +127,16 @@ _DECISION: Final = re.compile(
     r"going to|gonna|need to|must|todo|deadline|chose|choose|approv\w*|commit to|next step)\b",
     re.IGNORECASE,
 )
+_REPORT: Final = re.compile(r"\b(?:I|I'm|I've|I'd|we|we've|my|our|me|us)\b", re.IGNORECASE)
+_DONE: Final = re.compile(
+    r"\b(?:\w{3,}ed|went|got|made|took|gave|found|bought|saw|met|won|ran|began|began|started|"
+    r"built|wrote|read|lost|left|came|had|did|sold|paid|drove|flew|became|chose|kept|"
+    r"have|has|am|'m|own|live|work|collect|use|play|since|ago|last|on \d)\b",
+    re.IGNORECASE,
+)
+_ADDRESSED: Final = re.compile(
+    r"^(?:you|you're|you'd|you've|your|that's|it's|sounds)\b", re.IGNORECASE
+)
 _ERROR: Final = re.compile(
     r"\b(?:error|exception|fail\w*|traceback|crash\w*|panic|denied|not found|broken|bug|"
     r"fix\w*|resolv\w*|workaround|solved|patch\w*)\b",
@@ -119,27 +144,26 @@ _ERROR: Final = re.compile(
 )
 # Lines of the summaries a condensed summary reads back.
 _HEADER: Final = re.compile(r"^\d{1,2} [A-Z][a-z]+ \d{4}(?: \d\d:\d\d)?(?: to [^|]*)?(?: \|.*)?$")
-_LINE: Final = re.compile(r"^(?:\[(?P<date>[^\]]{1,40})\]\s*)?(?:(?P<who>[^:\[\]\n]{1,40}): )?(?P<body>.+)$")
+_DAY_LABEL: Final = re.compile(r"^\[(\d{1,2} [A-Za-z]+(?: \d{4})?)\]\s*")
+_TURN: Final = re.compile(r"^([^:\[\]\n|;]{1,40}): (.+)$")
+_LABEL: Final = re.compile(r"^(\d{1,2}) ([A-Za-z]+)(?: (\d{4}))?$")
+_HEADER_KINDS: Final = frozenset(("name", "url", "path", "code", "error", "identifier", "version"))
 _VOCATIVE: Final = re.compile(r",\s*([A-Z][a-z]+)\s*[.!?\u2026]*$")
 _FOREIGN_PREFIX: Final = re.compile(r"^(?:\[[^\]]{0,40}\]\s*(?:\w+:\s*)?|[-*\u2022]\s+|#+\s+)+")
 
 
 @dataclass(slots=True)
 class _Clause:
-    group: int  # the output line it belongs to
     pos: int  # chronological position in the source
     text: str
     size: int  # units (quarter tokens)
-    facts: dict[str, float]  # fact key -> weight (rarity applied later)
-    bonus: float
-    shown: list[tuple[str, str]]  # (fact key, how it reads) of entities, for the footer
-
-
-@dataclass(slots=True)
-class _Group:
-    prefix: str
+    day: date | None
     speaker: str | None
-    picked: list[_Clause] = field(default_factory=list)
+    facts: dict[str, float]  # fact key -> weight (rarity applied by _weigh)
+    bonus: float
+    shown: list[tuple[str, str]]  # (kind, how it reads) of entities, for header and footer
+    source: int  # the message (leaf) or child (condensed) it came from
+    picked: bool = False
 
 
 class _Summary:
@@ -149,33 +173,31 @@ class _Summary:
         self.request = request
         self.condensed = request.kind == "condensed" or request.depth >= 1
         self.min_gain = _AGGRESSIVE_MIN_GAIN if request.aggressive else _MIN_GAIN
-        self.groups: list[_Group] = []
         self.clauses: list[_Clause] = []
         self.inherited: list[str] = []
         self.people: list[str] = []
-        self.mentions: Counter[str] = Counter()  # entity shown form -> mentions
+        self._runs: dict[tuple[date | None, str | None], bool] = {}
+        self._days: dict[date | None, bool] = {}
+        self._any = False
         self.start, self.end = _span(request.items)
-        self.spans_days = self.start is not None and self.end is not None and (
-            self.start.date() != self.end.date()
-        )
         if self.condensed:
             self._read_children()
         else:
             self._read_messages()
+        days = {c.day for c in self.clauses if c.day is not None}
+        self.dated = len(days) > 1
+        self.with_year = len({d.year for d in days}) > 1
         self._weigh()
 
     # -- reading ------------------------------------------------------------------------
 
     def _read_messages(self) -> None:
-        previous_question: str | None = None  # speaker of the last message ending in "?"
-        for item in self.request.items:
+        asker: str | None = None  # speaker of the last message ending in "?"
+        for index, item in enumerate(self.request.items):
             speaker = item.name or item.role
             self._person(speaker)
             at = parse_at(item.at)
-            date = f"[{day_text(at)}] " if at is not None and self.spans_days else ""
-            group = len(self.groups)
-            self.groups.append(_Group(f"{date}{speaker}: ", speaker))
-            answering = previous_question is not None and previous_question != speaker
+            answering = asker is not None and asker != speaker
             first = True
             for sentence in sentences(item.text):
                 for raw in clauses(sentence):
@@ -183,18 +205,19 @@ class _Summary:
                     if not text:
                         continue
                     bonus = _ANSWER_BONUS if answering and first else 0.0
-                    self._add(group, text, bonus)
+                    self._add(index, text, at.date() if at else None, speaker, bonus)
                     first = False
-            text = item.text.rstrip()
-            previous_question = speaker if text.endswith("?") else None
+            asker = speaker if item.text.rstrip().endswith("?") else None
 
     def _read_children(self) -> None:
-        for item in self.request.items:
+        for index, item in enumerate(self.request.items):
             at = parse_at(item.at)
             earliest = parse_at(item.earliest_at) if item.earliest_at else at
-            one_day = at is not None and earliest is not None and earliest.date() == at.date()
-            default_date = day_text(at) if at is not None and one_day else None
-            keys: dict[tuple[str | None, str | None], int] = {}
+            fallback = (
+                at.date()
+                if at is not None and earliest is not None and (earliest.date() == at.date())
+                else None
+            )
             for number, raw in enumerate(item.text.split("\n")):
                 line = raw.strip()
                 if not line:
@@ -205,40 +228,44 @@ class _Summary:
                     continue
                 if number == 0 and _HEADER.match(line):
                     continue
-                match = _LINE.match(line)
-                date, speaker, body = (
-                    (match.group("date"), match.group("who"), match.group("body"))
-                    if match
-                    else (None, None, line)
-                )
-                if speaker is None:
-                    body = _FOREIGN_PREFIX.sub("", line)
-                date = date or default_date
-                if speaker:
+                label_match = _DAY_LABEL.match(line)
+                day = fallback
+                if label_match:
+                    day = _label_day(label_match.group(1), at)
+                    line = line[label_match.end() :]
+                for turn in line.split(" | "):
+                    match = _TURN.match(turn)
+                    if match is None:
+                        for text in sentences(_FOREIGN_PREFIX.sub("", turn)):
+                            self._add(index, text, day, None, 0.0)
+                        continue
+                    speaker = match.group(1)
                     self._person(speaker)
-                key = (date, speaker)
-                if key not in keys:
-                    keys[key] = len(self.groups)
-                    label = f"[{date}] " if date else ""
-                    who = f"{speaker}: " if speaker else ""
-                    self.groups.append(_Group(label + who, speaker))
-                pieces = body.split("; ") if speaker else sentences(body)
-                for piece in pieces:
-                    text = piece.strip()
-                    if text:
-                        self._add(keys[key], text, 0.0)
+                    for piece in match.group(2).split("; "):
+                        if piece.strip():
+                            self._add(index, piece.strip(), day, speaker, 0.0)
 
     def _person(self, speaker: str) -> None:
         if speaker not in self.people:
             self.people.append(speaker)
 
-    def _add(self, group: int, text: str, bonus: float) -> None:
-        text = clip_text(text, _CLIP)
-        facts: dict[str, float] = {}
-        shown: list[tuple[str, str]] = []
+    def _add(
+        self, source: int, text: str, day: date | None, speaker: str | None, bonus: float
+    ) -> None:
         text = self._unaddressed(text)
         if not text:
             return
+        if _REPORT.search(text) and _DONE.search(text):
+            bonus += _REPORT_BONUS  # what someone did or has: "I set up a 5K charity run"
+        elif _ADDRESSED.search(text):
+            bonus -= _ADDRESSED_PENALTY  # remarks on the listener: "You'd be a great counselor"
+        if not self.condensed:
+            text = squeeze(text)
+        text = clip_text(text, _CLIP).rstrip(".!;, ")
+        if not text:
+            return
+        facts: dict[str, float] = {}
+        shown: list[tuple[str, str]] = []
         for mention in extract(text):
             key = f"{mention.kind}:{mention.key}"
             weight = _ENTITY_WEIGHT.get(mention.kind, 2.0)
@@ -248,16 +275,27 @@ class _Summary:
                 if self._present(mention.key):
                     weight = _PRESENT_NAME_WEIGHT
             if weight > _PRESENT_NAME_WEIGHT:
-                shown.append((key, mention.text))
-                self.mentions[mention.text] += 1
+                shown.append((mention.kind, mention.text))
             facts[key] = max(facts.get(key, 0.0), weight)
-        for term in terms(text):
-            facts.setdefault(f"w:{term}", _WORD_WEIGHT)
+        for token in tokens(text):
+            if (
+                token in STOP_WORDS
+                or token in FILLER_WORDS
+                or (len(token) < 3 and not token.isdigit())
+            ):
+                continue
+            weight = _WORD_WEIGHT * (1.0 + _RARE_WORD * rarity(token))
+            key = f"w:{stem(token)}"
+            facts[key] = max(facts.get(key, 0.0), weight)
+        for term in terms(text, filler=True):
+            facts.setdefault(f"w:{term}", _FILLER_WEIGHT)
         if _DECISION.search(text):
             bonus += _DECISION_BONUS
         if _ERROR.search(text):
             bonus += _ERROR_BONUS
-        self.clauses.append(_Clause(group, len(self.clauses), text, units(text), facts, bonus, shown))
+        self.clauses.append(
+            _Clause(len(self.clauses), text, units(text), day, speaker, facts, bonus, shown, source)
+        )
 
     def _present(self, key: str) -> bool:
         """Whether a name is one of the people talking (or a short form of one: "Mel")."""
@@ -280,14 +318,70 @@ class _Summary:
         return text if any(c.isalnum() for c in text) else ""
 
     def _weigh(self) -> None:
-        """Rarer facts weigh more: by the share of lines (messages, children) saying them."""
+        """In a condensed summary a fact of few children weighs more than one of many: the
+        topics are everyone's, the rare detail is what one child alone still holds. (In a
+        leaf, rarity is the word's own: ``rarity`` in ``_add``.)"""
+        if not self.condensed:
+            return
         said_in: dict[str, set[int]] = {}
         for clause in self.clauses:
             for key in clause.facts:
-                said_in.setdefault(key, set()).add(clause.group)
+                said_in.setdefault(key, set()).add(clause.source)
         for clause in self.clauses:
             for key, weight in clause.facts.items():
                 clause.facts[key] = weight * (1.0 + _RARE_BONUS / len(said_in[key]))
+
+    # -- lines --------------------------------------------------------------------------
+
+    def _joint(self, before: _Clause | None, clause: _Clause) -> str:
+        """What goes between two consecutive picked clauses (``before`` None: the first).
+
+        When the summary spans days there is a line per day, ``[8 May] Caroline: a; b |
+        Melanie: c``; otherwise a line per speaker turn, ``Caroline: a; b``. A clause
+        without a speaker (a foreign child summary's line) is shown bare."""
+        who = f"{clause.speaker}: " if clause.speaker else ""
+        if self.dated:
+            day = f"[{day_text(clause.day, year=self.with_year)}] " if clause.day else ""
+            if before is None:
+                return day + who
+            if before.day != clause.day:
+                return "\n" + day + who
+            if before.speaker == clause.speaker:
+                return "; "
+            return " | " + who
+        if before is None:
+            return who
+        if before.speaker == clause.speaker:
+            return "; "
+        return "\n" + who
+
+    def _size(self, clause: _Clause, before: _Clause | None, after: _Clause | None) -> int:
+        """What inserting ``clause`` between picked neighbours adds to the text, exactly."""
+        if self.dated:
+            # A line per day, a run per speaker within it: "[8 May] A: x; y | B: z".
+            if self._runs.get((clause.day, clause.speaker)):
+                return clause.size + 2
+            who = units(f"{clause.speaker}: ") if clause.speaker else 0
+            if self._days.get(clause.day):
+                return clause.size + 3 + who
+            label = units(f"[{day_text(clause.day, year=self.with_year)}] ") if clause.day else 0
+            return clause.size + (1 if self._any else 0) + label + who
+        added = units(self._joint(before, clause)) + clause.size
+        if after is not None:
+            added += units(self._joint(clause, after)) - units(self._joint(before, after))
+        return added
+
+    def _dated_body(self, picked: list[_Clause]) -> str:
+        """The picked clauses as day lines, each speaker's run in order of first pick time."""
+        days: dict[date | None, dict[str | None, list[str]]] = {}
+        for clause in picked:
+            days.setdefault(clause.day, {}).setdefault(clause.speaker, []).append(clause.text)
+        lines = []
+        for day, runs in days.items():
+            label = f"[{day_text(day, year=self.with_year)}] " if day else ""
+            turns = [(f"{who}: " if who else "") + "; ".join(texts) for who, texts in runs.items()]
+            lines.append(label + " | ".join(turns))
+        return "\n".join(lines)
 
     # -- choosing -----------------------------------------------------------------------
 
@@ -296,18 +390,23 @@ class _Summary:
         reserve = min(_FOOTER_MAX_UNITS, max(FOOTER_MIN_TOKENS * 4 + 4, budget // 6))
         header = self._header(max(0, (budget - reserve) // 4))
         room = budget - reserve - (units(header) + 1 if header else 0)
-        self._pick(room)
-        lines = [header] if header else []
-        for group in self.groups:
-            if group.picked:
-                group.picked.sort(key=lambda c: c.pos)
-                lines.append(group.prefix + "; ".join(c.text for c in group.picked))
-        text = "\n".join(lines)
+        picked = self._pick(room)
+        if self.dated:
+            body = self._dated_body(picked)
+        else:
+            parts: list[str] = []
+            before: _Clause | None = None
+            for clause in picked:
+                parts += (self._joint(before, clause), clause.text)
+                before = clause
+            body = "".join(parts)
+        text = "\n".join(t for t in (header, body) if t)
         footer = self._footer(text, budget - units(text) - (1 if text else 0))
         return f"{text}\n{footer}" if text else footer
 
-    def _pick(self, room: int) -> None:
-        """Greedy by new fact weight per unit, lazily re-evaluated (facts count once)."""
+    def _pick(self, room: int) -> list[_Clause]:
+        """Greedy by new fact weight per unit, lazily re-evaluated (facts count once);
+        the clauses picked, in order."""
         covered: set[str] = set()
         previous = (self.request.previous or "").lower()
         seen: set[str] = set()
@@ -319,8 +418,10 @@ class _Summary:
             seen.add(low)
             gain = self._gain(clause, covered)
             if gain >= self.min_gain:
-                heap.append((-gain / self._cost(clause), clause.pos))
+                cost = clause.size + units(self._joint(None, clause)) + 1 + _COST_PAD
+                heap.append((-gain / cost, clause.pos))
         heapq.heapify(heap)
+        order: list[int] = []  # picked positions, sorted
         spent = 0
         while heap and spent < room:
             _, pos = heapq.heappop(heap)
@@ -328,30 +429,29 @@ class _Summary:
             gain = self._gain(clause, covered)
             if gain < self.min_gain:
                 continue
-            density = gain / self._cost(clause)
+            at = bisect.bisect(order, pos)
+            before = self.clauses[order[at - 1]] if at else None
+            after = self.clauses[order[at]] if at < len(order) else None
+            size = self._size(clause, before, after)
+            density = gain / (size + _COST_PAD)
             if heap and density < -heap[0][0] - 1e-12:
-                heapq.heappush(heap, (-density, pos))  # stale: covered facts since
+                heapq.heappush(heap, (-density, pos))  # stale: facts covered since
                 continue
-            cost = self._size(clause)
-            if spent + cost > room:
+            if spent + size > room:
                 continue
-            spent += cost
+            if gain < _MIN_DENSITY * size:
+                continue  # says too little for its tokens: better leave the room unused
+            spent += size
             covered.update(clause.facts)
-            clause.bonus = 0.0
-            self.groups[clause.group].picked.append(clause)
+            clause.picked = True
+            self._any = True
+            self._runs[(clause.day, clause.speaker)] = True
+            self._days[clause.day] = True
+            order.insert(at, pos)
+        return [self.clauses[p] for p in order]
 
     def _gain(self, clause: _Clause, covered: set[str]) -> float:
         return clause.bonus + sum(w for k, w in clause.facts.items() if k not in covered)
-
-    def _size(self, clause: _Clause) -> int:
-        """What taking the clause adds to the text: itself and "; ", or a new line."""
-        group = self.groups[clause.group]
-        if group.picked:
-            return clause.size + 2
-        return clause.size + units(group.prefix) + 1
-
-    def _cost(self, clause: _Clause) -> float:
-        return float(self._size(clause) + _COST_PAD)
 
     # -- header and footer -------------------------------------------------------------
 
@@ -359,18 +459,24 @@ class _Summary:
         """``8 May 2023 13:56 to 9 May 2023 10:02 | Caroline, Melanie | Sweden, adoption``."""
         if self.start is None or self.end is None:
             return ""
-        start = f"{day_text(self.start)} {self.start:%H:%M}"
+        start = f"{day_text(self.start.date())} {self.start:%H:%M}"
         if self.start.date() == self.end.date():
             span = start if self.start == self.end else f"{start} to {self.end:%H:%M}"
         else:
-            span = f"{start} to {day_text(self.end)} {self.end:%H:%M}"
+            span = f"{start} to {day_text(self.end.date())} {self.end:%H:%M}"
         parts = [span]
         if self.people:
             parts.append(", ".join(self.people[:6]))
-        top = [e for e, _ in sorted(self.mentions.items(), key=lambda kv: -kv[1])]
+        mentions: Counter[str] = Counter(
+            written
+            for c in self.clauses
+            for kind, written in c.shown
+            if kind in _HEADER_KINDS and len(written) <= 40
+        )
+        top = sorted(mentions, key=lambda t: -mentions[t])[:_HEADER_ENTITIES]
         if top:
-            parts.append(", ".join(t for t in top[:_HEADER_ENTITIES] if len(t) <= 40))
-        header = " | ".join(p for p in parts if p)
+            parts.append(", ".join(top))
+        header = " | ".join(parts)
         while estimate_tokens(header) > max_tokens // 4 and len(parts) > 1:
             parts.pop()  # the header is at most a quarter of the room
             header = " | ".join(parts)
@@ -380,9 +486,7 @@ class _Summary:
         """``Expand for details about:`` what the dropped clauses name that ``kept`` does not."""
         low = kept.lower()
         kept_words = {stem(t) for t in tokens(low)}
-        dropped = [
-            c for c in self.clauses if c not in self.groups[c.group].picked and c.facts
-        ]
+        dropped = [c for c in self.clauses if not c.picked and c.facts]
         counts: Counter[str] = Counter()
         order: dict[str, int] = {}
         for clause in dropped:
@@ -396,18 +500,25 @@ class _Summary:
         first: dict[str, str] = {}
         for clause in dropped:
             for token in tokens(clause.text):
-                if len(token) < 5 or not token.isalpha():
+                if len(token) < 4 or not token.isalpha() or token in FILLER_WORDS:
                     continue
                 term = stem(token)
                 if f"w:{term}" in clause.facts and term not in kept_words:
                     topics[term] += 1
                     first.setdefault(term, token)
-        words = [first[t] for t, n in sorted(topics.items(), key=lambda kv: -kv[1]) if n >= 2]
+        # Topics: said more than once, or uncommon words (the detail a reader would
+        # expand for); the most mentioned and the rarest first.
+        scored = {t: n + 2 * rarity(first[t]) for t, n in topics.items()}
+        words = [
+            first[t]
+            for t in sorted(scored, key=lambda t: -scored[t])
+            if topics[t] >= 2 or rarity(first[t]) >= 0.8
+        ]
         room -= len(EXPAND_PREFIX)
         picked: list[str] = []
         used = 0
-        for term in (*entities, *inherited, *words):
-            term = term.strip(" .,;:()[]{}'\"")
+        for raw in (*entities, *inherited, *words):
+            term = raw.strip(" .,;:()[]{}'\"")
             cost = units(term) + (2 if picked else 0)
             if len(term) < 2 or any(term.lower() in p.lower() for p in picked):
                 continue
@@ -421,6 +532,28 @@ class _Summary:
         if not dropped and not self.inherited and len(NOTHING_OMITTED) <= room:
             return EXPAND_PREFIX + NOTHING_OMITTED
         return EXPAND_PREFIX + ("earlier details" if room >= 15 else "source")
+
+
+def _label_day(label: str, at: datetime | None) -> date | None:
+    """The day a child's line label names (``8 May`` or ``8 May 2023``; the year from
+    the child's time when the label has none)."""
+    match = _LABEL.match(label)
+    if match is None:
+        return at.date() if at is not None else None
+    day, month, year = match.groups()
+    months = [m.lower() for m in MONTH_NAMES]
+    if month.lower() not in months:
+        return at.date() if at is not None else None
+    number = months.index(month.lower()) + 1
+    guess = int(year) if year else (at.year if at is not None else None)
+    if guess is None:
+        return None
+    if not year and at is not None and number > at.month:
+        guess -= 1  # "20 Dec" in a summary ending in January
+    try:
+        return date(guess, number, int(day))
+    except ValueError:
+        return None
 
 
 def _span(items: tuple[SourceItem, ...]) -> tuple[datetime | None, datetime | None]:

@@ -9,7 +9,11 @@ Tested in tests/brain/lcm/facts/test_words.py.
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 import re
+from pathlib import Path
 from typing import Final
 
 _TOKEN: Final = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -27,7 +31,8 @@ STOP_WORDS: Final = frozenset(
         "just also even ever still now here s t d ll m re ve don't didn't doesn't isn't "
         "i'm i've i'll i'd you're you've you'll it's that's there's what's let's "
         "can't won't wasn't weren't haven't hasn't couldn't wouldn't shouldn't "
-        "get got go going went gone make made one ones thing things lot lots really"
+        "get got go going went gone make made one ones thing things lot lots really "
+        "gonna wanna gotta kinda sorta yeah"
     ).split()
 )
 """Function words: never a fact on their own."""
@@ -72,13 +77,44 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower().replace("\u2019", "'"))
 
 
-def terms(text: str) -> list[str]:
-    """The stemmed content terms of ``text`` in order (stop words and filler dropped)."""
+def terms(text: str, *, filler: bool = False) -> list[str]:
+    """The stemmed content terms of ``text`` in order (stop words dropped; filler too,
+    or with ``filler`` only the filler words)."""
     out = []
     for token in tokens(text):
-        if token in STOP_WORDS or token in FILLER_WORDS:
+        if token in STOP_WORDS or (token in FILLER_WORDS) != filler:
             continue
         if len(token) < 3 and not token.isdigit():
             continue
         out.append(stem(token))
     return out
+
+
+_VOCABULARY: Final = (
+    Path(__file__).resolve().parents[2] / "models" / "minilm-onnx" / "tokenizer.json"
+)
+_COMMON_RANK: Final = 2_000  # the first ~2,000 words of the vocabulary: "the" to "time"
+
+
+@functools.cache
+def _ranks() -> dict[str, int]:
+    """Word -> rank in the shipped WordPiece vocabulary, which lists whole words
+    roughly by frequency in its training text (empty when the file is missing)."""
+    try:
+        vocab = json.loads(_VOCABULARY.read_text(encoding="utf-8"))["model"]["vocab"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {w: int(r) for w, r in vocab.items() if w.isalpha() and w.isascii()}
+
+
+def rarity(word: str) -> float:
+    """How uncommon an English word is, from 0 (among the commonest) to 1 (not a whole
+    word of the vocabulary at all): "time" 0, "pottery" 0.67, "margarine" 1."""
+    ranks = _ranks()
+    if not ranks:
+        return 0.5
+    rank = ranks.get(word)
+    if rank is None:
+        return 1.0
+    low, high = math.log(_COMMON_RANK), math.log(len(ranks) + _COMMON_RANK)
+    return min(1.0, max(0.0, (math.log(rank) - low) / (high - low)))
