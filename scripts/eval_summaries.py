@@ -57,14 +57,15 @@ SUMMARIZERS: Final = ("default", "extractive_v1", "truncation", "random")
 BUDGET: Final = 16_000
 _EVIDENCE: Final = re.compile(r"D(\d+):(\d+)")
 _WORD: Final = re.compile(r"[a-z0-9]+")
-# Function words only: every content word of an answer counts, reactions included.
+# Function words only: every content word of an answer counts, reactions included
+# ("may" is not one: "7 May 2023").
 STOP_WORDS: Final = frozenset(
     (  # noqa: SIM905 (a word list reads better as text)
         "a an the and or but of in on at to for from by with about as into than then "
         "is are was were be been being am do does did has have had it its this that these "
         "those there here he she they them his her their hers we us our you your i me my "
         "s t not no yes so if which who whom what when where why how also just very some any "
-        "would could should will can may might must"
+        "would could should will can might must"
     ).split()
 )
 

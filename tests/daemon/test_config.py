@@ -148,3 +148,16 @@ def test_open_brain_names_an_openai_embedder_after_its_model(tmp_path: Path) -> 
         assert (brain.embedder.name, brain.embedder.dim) == ("openai:text-embedding-3-small", 1536)
     finally:
         brain.close()
+
+
+def test_the_offline_summarizer_is_chosen_by_name_and_an_unknown_one_names_the_choices() -> None:
+    assert load_config(_no_flags(), {}).brain.compaction.offline_summarizer == "default"
+    env = {"BRAIN_OFFLINE_SUMMARIZER": "extractive_v1"}
+    assert load_config(_no_flags(), env).brain.compaction.offline_summarizer == "extractive_v1"
+    flags = _no_flags() | {"offline_summarizer": "random"}
+    assert load_config(flags, env).brain.compaction.offline_summarizer == "random"
+    with pytest.raises(
+        ValueError,
+        match="--offline-summarizer: must be one of default, extractive_v1, truncation, random",
+    ):
+        load_config(_no_flags() | {"offline_summarizer": "gpt"}, {})

@@ -39,10 +39,10 @@ _CLAUSE: Final = re.compile(
 # Openers that carry nothing: interjections, thanks, a greeting with the name it
 # greets ("Hey Mel!"), reactions ("That's great!" is a whole filler clause).
 _OPENER: Final = re.compile(
-    r"^(?:(?:oh+|wow+|hey+|hi+|hello|yeah+|yes|yep|yup|nope|no|well|so|haha+|lol|omg|aww*|ah+|"
+    r"^(?:(?:(?:hey|hi|hello|thanks|thank you)\s+(?-i:[A-Z][a-z]+)|"
+    r"oh+|wow+|hey+|hi+|hello|yeah+|yes|yep|yup|nope|no|well|so|haha+|lol|omg|aww*|ah+|"
     r"hmm+|ok(?:ay)?|alright|sure|cool|nice|great|awesome|amazing|totally|absolutely|"
-    r"definitely|thanks?(?: you)?(?: so much)?|thx|congrat(?:s|ulations)|"
-    r"(?:hey|hi|hello|thanks|thank you)\s+[A-Z][a-z]+)\b[\s,!.\u2026:-]*)+",
+    r"definitely|thanks?(?: you)?(?: so much)?|thx|congrat(?:s|ulations))\b[\s,!.\u2026:-]*)+",
     re.IGNORECASE,
 )
 _HEDGES: Final = re.compile(

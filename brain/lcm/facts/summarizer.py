@@ -104,6 +104,7 @@ _ENTITY_WEIGHT: Final = {
     "name": 2.0,
 }
 _WORD_WEIGHT: Final = 1.0
+_NUMBER_WEIGHT: Final = 2.0
 _RARE_WORD: Final = 1.0  # an uncommon English word weighs up to this much more
 _FILLER_WEIGHT: Final = 0.25  # reactions: rarely the point, sometimes the answer ("happy")
 _PRESENT_NAME_WEIGHT: Final = 0.25  # the people talking are in the header already
@@ -113,7 +114,7 @@ _ADDRESSED_PENALTY: Final = 0.5
 _DECISION_BONUS: Final = 1.5
 _ERROR_BONUS: Final = 1.5
 _ANSWER_BONUS: Final = 1.0
-_MIN_DENSITY: Final = 1 / 2 / 4  # fact weight per unit: at least one per two tokens
+_MIN_DENSITY: Final = 1 / 2 / 4  # plain words: at least one fact weight per two tokens
 _MIN_GAIN: Final = 1.5  # below this a clause says nothing new worth a line
 _AGGRESSIVE_MIN_GAIN: Final = 3.0
 _COST_PAD: Final = 24  # units: favours fuller clauses over fragments at equal density
@@ -131,7 +132,7 @@ _REPORT: Final = re.compile(r"\b(?:I|I'm|I've|I'd|we|we've|my|our|me|us)\b", re.
 _DONE: Final = re.compile(
     r"\b(?:\w{3,}ed|went|got|made|took|gave|found|bought|saw|met|won|ran|began|began|started|"
     r"built|wrote|read|lost|left|came|had|did|sold|paid|drove|flew|became|chose|kept|"
-    r"have|has|am|'m|own|live|work|collect|use|play|since|ago|last|on \d)\b",
+    r"have|has|own|live|work|collect|use|play|since|ago|last|on \d)\b",
     re.IGNORECASE,
 )
 _ADDRESSED: Final = re.compile(
@@ -143,11 +144,15 @@ _ERROR: Final = re.compile(
     re.IGNORECASE,
 )
 # Lines of the summaries a condensed summary reads back.
-_HEADER: Final = re.compile(r"^\d{1,2} [A-Z][a-z]+ \d{4}(?: \d\d:\d\d)?(?: to [^|]*)?(?: \|.*)?$")
+_HEADER: Final = re.compile(
+    r"^\d{1,2} [A-Z][a-z]+(?: \d{4})?(?: \d\d:\d\d)?(?: to [^|]*)?(?: \|.*)?$"
+)
 _DAY_LABEL: Final = re.compile(r"^\[(\d{1,2} [A-Za-z]+(?: \d{4})?)\]\s*")
 _TURN: Final = re.compile(r"^([^:\[\]\n|;]{1,40}): (.+)$")
 _LABEL: Final = re.compile(r"^(\d{1,2}) ([A-Za-z]+)(?: (\d{4}))?$")
 _HEADER_KINDS: Final = frozenset(("name", "url", "path", "code", "error", "identifier", "version"))
+# Names joined by slashes ("vault/ci/7", "feature/login"): one thing, not three words.
+_SLASHED: Final = re.compile(r"(?<![\w/])[\w.-]+(?:/[\w.-]+)+")
 _VOCATIVE: Final = re.compile(r",\s*([A-Z][a-z]+)\s*[.!?\u2026]*$")
 _FOREIGN_PREFIX: Final = re.compile(r"^(?:\[[^\]]{0,40}\]\s*(?:\w+:\s*)?|[-*\u2022]\s+|#+\s+)+")
 
@@ -284,15 +289,26 @@ class _Summary:
                 or (len(token) < 3 and not token.isdigit())
             ):
                 continue
-            weight = _WORD_WEIGHT * (1.0 + _RARE_WORD * rarity(token))
-            key = f"w:{stem(token)}"
+            if token.isalpha():
+                weight = _WORD_WEIGHT * (1.0 + _RARE_WORD * rarity(token))
+                key = f"w:{stem(token)}"
+            else:
+                weight = _NUMBER_WEIGHT  # "3", "10k", "v2": how many, which one
+                key = f"number:{token}"
             facts[key] = max(facts.get(key, 0.0), weight)
+        for name in _SLASHED.findall(text):
+            key = f"path:{name.casefold()}"
+            if key not in facts:
+                facts[key] = _ENTITY_WEIGHT["path"]
+                shown.append(("path", name))
         for term in terms(text, filler=True):
             facts.setdefault(f"w:{term}", _FILLER_WEIGHT)
         if _DECISION.search(text):
             bonus += _DECISION_BONUS
         if _ERROR.search(text):
             bonus += _ERROR_BONUS
+        if not any(w >= _WORD_WEIGHT for w in facts.values()):
+            bonus = min(bonus, 0.0)  # a reaction is no report, decision or answer
         self.clauses.append(
             _Clause(len(self.clauses), text, units(text), day, speaker, facts, bonus, shown, source)
         )
@@ -439,8 +455,8 @@ class _Summary:
                 continue
             if spent + size > room:
                 continue
-            if gain < _MIN_DENSITY * size:
-                continue  # says too little for its tokens: better leave the room unused
+            if order and gain < _MIN_DENSITY * size and self._plain(clause, covered):
+                continue  # says too little for its tokens (but a summary says something)
             spent += size
             covered.update(clause.facts)
             clause.picked = True
@@ -450,19 +466,26 @@ class _Summary:
             order.insert(at, pos)
         return [self.clauses[p] for p in order]
 
+    @staticmethod
+    def _plain(clause: _Clause, covered: set[str]) -> bool:
+        """Whether all the clause adds is words: no new name, number, date or path."""
+        return all(k.startswith("w:") for k in clause.facts if k not in covered)
+
     def _gain(self, clause: _Clause, covered: set[str]) -> float:
         return clause.bonus + sum(w for k, w in clause.facts.items() if k not in covered)
 
     # -- header and footer -------------------------------------------------------------
 
     def _header(self, max_tokens: int) -> str:
-        """``8 May 2023 13:56 to 9 May 2023 10:02 | Caroline, Melanie | Sweden, adoption``."""
+        """``8 May 13:56 to 9 May 2023 10:02 | Caroline, Melanie | Sweden, adoption``."""
         if self.start is None or self.end is None:
             return ""
-        start = f"{day_text(self.start.date())} {self.start:%H:%M}"
+        one_year = self.start.year == self.end.year
+        start = f"{day_text(self.start.date(), year=not one_year)} {self.start:%H:%M}"
         if self.start.date() == self.end.date():
+            start = f"{day_text(self.start.date())} {self.start:%H:%M}"
             span = start if self.start == self.end else f"{start} to {self.end:%H:%M}"
-        else:
+        else:  # "8 May 13:01 to 9 May 2023 13:06": the year once
             span = f"{start} to {day_text(self.end.date())} {self.end:%H:%M}"
         parts = [span]
         if self.people:
@@ -486,7 +509,11 @@ class _Summary:
         """``Expand for details about:`` what the dropped clauses name that ``kept`` does not."""
         low = kept.lower()
         kept_words = {stem(t) for t in tokens(low)}
-        dropped = [c for c in self.clauses if not c.picked and c.facts]
+        dropped = [
+            c
+            for c in self.clauses
+            if not c.picked and c.bonus + sum(c.facts.values()) >= self.min_gain
+        ]
         counts: Counter[str] = Counter()
         order: dict[str, int] = {}
         for clause in dropped:
