@@ -1066,7 +1066,8 @@ def _sweep_params(s: Settings) -> dict[str, Any]:
         "leaf_fanout": config.leaf_fanout,
         "condensed_fanout": config.condensed_fanout,
         "fresh_tail_count": config.fresh_tail_count,
-        "summarizer": "ExtractiveSummarizer (its time is excluded from db_ms_per_message)",
+        "summarizer": "FactSummarizer, the offline default (its time is excluded from "
+        "db_ms_per_message)",
         "ingest": "CompactionConfig(auto=False) while ingesting, then Brain.compact",
         "note": "keys name the nominal size; 'messages' in each entry is the scaled count",
     }
@@ -1227,7 +1228,7 @@ def _reused_ids_params(s: Settings) -> dict[str, Any]:
         "messages": s.n(REUSED_ID_MESSAGES, 30),
         "shape": "user, assistant call, tool result; every call is call_0",
         "fresh_tail_count": CompactionConfig().fresh_tail_count,
-        "summarizer": "ExtractiveSummarizer (its time is excluded from sweep_db_ms)",
+        "summarizer": "FactSummarizer, the offline default (its time is excluded from sweep_db_ms)",
     }
 
 
@@ -2213,6 +2214,59 @@ def real_locomo(path: Path) -> list[Message]:
     return messages
 
 
+SUMMARIZE_CHUNKS: Final = ((2_000, 500), (20_000, 1_200))  # (leaf chunk, leaf target) tokens
+SUMMARIZE_REPEATS: Final = 3
+
+
+def _summarizers_params(s: Settings) -> dict[str, Any]:
+    return {
+        "conversation": str(s.locomo) if s.locomo else "synthetic LoCoMo-like, 600 turns",
+        "chunks": [{"leaf_chunk_tokens": c, "target_tokens": t} for c, t in SUMMARIZE_CHUNKS],
+        "summarizers": "brain.lcm.offline: default (FactSummarizer), extractive_v1",
+        "repeats": SUMMARIZE_REPEATS,
+        "note": "in-process, one thread; messages/s is the median over repeats",
+    }
+
+
+def bench_summarizers(shared: Shared, work: Path) -> Metrics:
+    """Messages summarised per second by each offline summarizer, leaf chunks as compaction
+    makes them (at a budget-following 2k chunk and at the default 20k chunk)."""
+    from brain.lcm.offline import offline_summarizer
+    from brain.lcm.summary_contract import SourceItem, SummaryRequest
+    from brain.tokens import estimate_tokens
+
+    locomo = shared.settings.locomo
+    messages = real_locomo(locomo) if locomo else synthetic_locomo(600, SEED + 40)
+    items = [
+        SourceItem(str(m["id"]), m["role"], m["content"], m["created_at"], name=m.get("name"))
+        for m in messages
+    ]
+    out: Metrics = {"messages": float(len(items))}
+    for chunk_tokens, target in SUMMARIZE_CHUNKS:
+        chunks: list[list[SourceItem]] = [[]]
+        size = 0
+        for item in items:
+            cost = estimate_tokens(item.text)
+            if chunks[-1] and size + cost > chunk_tokens:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(item)
+            size += cost
+        requests = [SummaryRequest("leaf", 0, tuple(c), target) for c in chunks]
+        for name in ("default", "extractive_v1"):
+            summarizer = offline_summarizer(name)
+            times = []
+            for _ in range(SUMMARIZE_REPEATS):
+                started = time.perf_counter()
+                for request in requests:
+                    summarizer.summarize(request)
+                times.append(time.perf_counter() - started)
+            out[f"chunk_{chunk_tokens}.{name}_messages_per_s"] = len(items) / statistics.median(
+                times
+            )
+    return out
+
+
 def _replay_settle(client: Client) -> tuple[float, int]:
     """Wait until no background compaction is running or waiting: (seconds, completed)."""
     started = time.perf_counter()
@@ -2540,6 +2594,13 @@ BENCHES: Final[tuple[Bench, ...]] = (
         _rollups_params,
         bench_rollups,
         opt_in=True,
+    ),
+    Bench(
+        "summarizers",
+        "messages/s summarised by the offline summarizers (fact default, extractive_v1), "
+        "leaf chunks of 2k and 20k tokens of a LoCoMo conversation, in-process",
+        _summarizers_params,
+        bench_summarizers,
     ),
     Bench(
         "replay",

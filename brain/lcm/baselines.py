@@ -11,7 +11,7 @@ their compression matches the one they are compared with:
   spent, shown in source order with their speaker.
 
 Not meant for use: the daemon runs them only when ``offline_summarizer`` names
-one. Tests: tests/brain/lcm/test_baselines.py.
+one. Tests: tests/brain/lcm/test_offline.py.
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ FILLER_WORDS: Final = frozenset(
 """Reactions and hedges: frequent in conversation, never what a question asks for."""
 
 
+@functools.lru_cache(maxsize=65_536)  # a chunk says the same words again and again
 def stem(word: str) -> str:
     """``word`` (lowercase) without its common English inflection: a light, fixed rule set."""
     if word.endswith("'s"):
@@ -107,6 +108,7 @@ def _ranks() -> dict[str, int]:
     return {w: int(r) for w, r in vocab.items() if w.isalpha() and w.isascii()}
 
 
+@functools.lru_cache(maxsize=65_536)
 def rarity(word: str) -> float:
     """How uncommon an English word is, from 0 (among the commonest) to 1 (not a whole
     word of the vocabulary at all): "time" 0, "pottery" 0.67, "margarine" 1."""
