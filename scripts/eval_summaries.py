@@ -11,8 +11,10 @@ conversation is ingested through it as in scripts/eval_locomo.py (one session
 per sample, a message per turn with its ``name`` and session date), assembled
 once with ``--budget`` tokens (default 16000) so that compaction sizes itself
 as for a host with that budget (leaf chunks of a quarter of it halved, leaf
-summaries aimed at a quarter of a chunk: see ``brain.lcm.budgets``), then
-compacted fully (``compact``, no target). Every summary made is described.
+summaries aimed at a quarter of a chunk: see ``brain.lcm.budgets``; ``0``: no
+assemble, the daemon's own sizes, 20k-token chunks and 1,200-token leaves,
+which leave no condensed summary on LoCoMo), then compacted fully
+(``compact``, no target). Every summary made is described.
 
 A question is scored at leaf depth when each of its evidence turns is covered
 by a leaf summary: the share of its answer's content words (lowercased,
@@ -331,7 +333,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--summarizers", default=",".join(SUMMARIZERS), help="comma-separated offline summarizers"
     )
     parser.add_argument(
-        "--budget", type=int, default=BUDGET, help="the assemble budget compaction sizes for"
+        "--budget",
+        type=int,
+        default=BUDGET,
+        help="the assemble budget compaction sizes for (0: the daemon's own sizes)",
     )
     args = parser.parse_args(argv)
     samples = json.loads(args.data.read_text())
