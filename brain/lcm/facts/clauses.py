@@ -51,6 +51,8 @@ _HEDGES: Final = re.compile(
     re.IGNORECASE,
 )
 _SPACES: Final = re.compile(r"\s{2,}")
+# Code, commands and paths: backticks, shell and assignment signs, flags, calls, paths.
+_CODE: Final = re.compile(r"[`$={}<>|\\]|(?:^|\s)--?\w|\w\(|::|\w/\w|^\s*[#/.~]")
 _AGO_OR_ABSOLUTE: Final = re.compile(r"\d")
 
 _WEEKDAYS: Final = "monday tuesday wednesday thursday friday saturday sunday".split()  # noqa: SIM905
@@ -80,9 +82,12 @@ def clauses(sentence: str) -> list[str]:
 
 
 def tidy(clause: str) -> str:
-    """``clause`` without its opening interjections and hedges, or "" when that was all."""
+    """``clause`` without its opening interjections and hedges, or "" when that was all
+    (hedges stay in code: ``just build`` is a command)."""
     text = _OPENER.sub("", clause).strip()
-    text = _SPACES.sub(" ", _HEDGES.sub("", text)).strip(" ,")
+    if not _CODE.search(text):
+        text = _HEDGES.sub("", text)
+    text = _SPACES.sub(" ", text).strip(" ,")
     if not text or not any(c.isalnum() for c in text):
         return ""
     return text[0].upper() + text[1:] if text[0].islower() and clause[:1].isupper() else text
@@ -100,7 +105,10 @@ _PHOTO: Final = re.compile(
 
 def squeeze(clause: str) -> str:
     """``clause`` in note form: no articles or intensifiers, no opening "I" (the line names
-    its speaker), an image shown as "(photo: ...)". Meaning words are never dropped."""
+    its speaker), an image shown as "(photo: ...)". Meaning words are never dropped, and
+    code is left as written (``git commit -a``, ``a = b``)."""
+    if _CODE.search(clause):
+        return clause
     text = _PHOTO.sub(lambda m: f"(photo: {m.group(1).strip()})", clause)
     text = _SELF.sub("", text)
     text = _ARTICLES.sub("", text)

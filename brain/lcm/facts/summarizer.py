@@ -118,6 +118,7 @@ _MIN_DENSITY: Final = 1 / 2 / 4  # plain words: at least one fact weight per two
 _MIN_GAIN: Final = 1.5  # below this a clause says nothing new worth a line
 _AGGRESSIVE_MIN_GAIN: Final = 3.0
 _COST_PAD: Final = 24  # units: favours fuller clauses over fragments at equal density
+_MIN_CLIPPED: Final = 40  # units: a cut clause shorter than this says nothing
 _CLIP: Final = 300  # characters of one clause (a pasted log line is not a fact)
 _HEADER_ENTITIES: Final = 4
 _FOOTER_MAX_UNITS: Final = 320
@@ -464,7 +465,28 @@ class _Summary:
             self._runs[(clause.day, clause.speaker)] = True
             self._days[clause.day] = True
             order.insert(at, pos)
+        if not order:
+            self._clipped(room, covered)
+            order = [c.pos for c in self.clauses if c.picked]
         return [self.clauses[p] for p in order]
+
+    def _clipped(self, room: int, covered: set[str]) -> None:
+        """When no clause fits whole, the best one cut to the room: a summary says something."""
+        best = max(
+            (c for c in self.clauses if self._gain(c, covered) >= self.min_gain),
+            key=lambda c: (self._gain(c, covered), -c.pos),
+            default=None,
+        )
+        if best is None:
+            return
+        avail = room - units(self._joint(None, best)) - 1
+        if avail < _MIN_CLIPPED:
+            return
+        text = clip_text(best.text, avail)
+        while text and units(text) > avail:  # non-ASCII text costs more than its length
+            text = clip_text(text[:-1], len(text) - 2)
+        if text:
+            best.text, best.size, best.picked = text, units(text), True
 
     @staticmethod
     def _plain(clause: _Clause, covered: set[str]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from brain.graph.retrieval import LINK_WEIGHT
 from brain.graph.traverse import TraverseOptions
 from brain.lcm.assemble import AssembleOptions
 from brain.vectors.embedders import HashEmbedder
+from tests.brain.lcm.helpers import SMALL, SMALL_BRAIN
 
 DEPLOY = "Deploys go through the staging cluster before production"
 KESTREL = "The staging cluster is called kestrel and runs in Frankfurt"
@@ -401,7 +403,19 @@ def test_priors_never_move_a_constitutional_node(fresh_brain: Brain) -> None:
     assert fresh_brain.store.scalar("SELECT prior FROM nodes WHERE node_id = ?", (rule,)) == 0
 
 
-def test_assembles_recall_block_never_carries_another_sessions_summaries(small: Brain) -> None:
+def test_assembles_recall_block_never_carries_another_sessions_summaries(tmp_path: Path) -> None:
+    # The earlier extractive summaries of these word salads are their bare word lists, which
+    # the query fires (the precondition); the fact summarizer's carry a header and a payload
+    # stub, which score lower than the taught node's threshold share.
+    config = replace(SMALL_BRAIN, compaction=replace(SMALL, offline_summarizer="extractive_v1"))
+    small = Brain(tmp_path / "v1.db", config)
+    try:
+        _recall_block_is_scoped(small)
+    finally:
+        small.close()
+
+
+def _recall_block_is_scoped(small: Brain) -> None:
     words = ["kestrel", "staging", "cluster", "frankfurt", "rollback", "canary"]
     small.ingest(
         "other",

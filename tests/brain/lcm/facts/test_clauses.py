@@ -64,3 +64,13 @@ def test_times_and_days_read_as_people_say_them() -> None:
     assert parse_at("not a time") is None
     assert day_text(SAID_AT) == "8 May 2023"
     assert day_text(SAID_AT, year=False) == "8 May"
+
+
+def test_code_and_commands_are_left_as_written() -> None:
+    for code in (
+        "git commit -a -m 'just a fix'",
+        "`just build` runs the tests",
+        "set the timeout = 5000 in the config",
+        "run ./scripts/a.sh really fast",
+    ):
+        assert squeeze(tidy(code)) == code

@@ -151,6 +151,17 @@ def test_the_footer_says_nothing_significant_omitted_when_only_filler_was_droppe
     assert listing == NOTHING_OMITTED
 
 
+def test_a_clause_longer_than_the_budget_is_cut_not_dropped() -> None:
+    words = ["kestrel", "staging", "cluster", "frankfurt", "rollback", "canary"]
+    texts = [("Caroline", " ".join(words[(i + k) % 6] for k in range(80))) for i in range(3)]
+    summary = facts.summarize(SummaryRequest("leaf", 0, _chat(texts), 60))
+
+    body, _ = _body_and_footer(summary)
+    assert "Caroline: kestrel staging cluster frankfurt" in body
+    assert body.endswith("\u2026")
+    assert estimate_tokens(summary) <= 60
+
+
 def test_a_repeated_fact_is_said_once() -> None:
     fact = "The staging database moved to host db-2 in Frankfurt on 3 May 2023."
     texts = [("Caroline", fact), ("Melanie", fact), ("Caroline", fact), *[("Melanie", "Ok.")] * 3]
