@@ -16,6 +16,12 @@ import re
 from pathlib import Path
 from typing import Final
 
+from brain.tokens import cjk_run
+
+# Full-width punctuation falls in the CJK class: not part of a word.
+_CJK_PUNCT: Final = (
+    "\u3000\u3001\u3002\u300c\u300d\u300e\u300f\uff01\uff08\uff09\uff0c\uff1a\uff1b\uff1f"
+)
 _TOKEN: Final = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 STOP_WORDS: Final = frozenset(
@@ -74,8 +80,12 @@ def stem(word: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """The lowercased word tokens of ``text`` (apostrophes kept inside a word)."""
-    return _TOKEN.findall(text.lower().replace("\u2019", "'"))
+    """The lowercased word tokens of ``text`` (apostrophes kept inside a word), and its
+    runs of CJK characters, which have no spaces to split at (a run counts as a word)."""
+    found = _TOKEN.findall(text.lower().replace("\u2019", "'"))
+    if not text.isascii():
+        found += [r for r in (run.strip(_CJK_PUNCT) for run in cjk_run().findall(text)) if r]
+    return found
 
 
 def terms(text: str, *, filler: bool = False) -> list[str]:

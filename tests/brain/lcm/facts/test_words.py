@@ -28,3 +28,7 @@ def test_uncommon_words_are_rarer_than_common_ones() -> None:
     assert 0.0 < rarity("pottery") < 1.0
     assert rarity("margarine") == 1.0
     assert rarity("time") < rarity("jersey") < rarity("pottery") < rarity("margarine")
+
+
+def test_a_run_of_cjk_characters_is_a_term() -> None:
+    assert terms("データベースの移行が失敗しました。") == ["データベースの移行が失敗しました"]
