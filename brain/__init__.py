@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from brain.lcm.context import tail_start as fresh_tail_start
     from brain.lcm.ingest import IngestedMessage, IngestResult
     from brain.lcm.llm_summarizer import LLMSummarizer
+    from brain.lcm.offline import offline_summarizer
+    from brain.lcm.summary_contract import SourceItem, SummaryRequest
     from brain.ops.doctor import (
         DoctorReport,
         doctor,
@@ -113,6 +115,9 @@ _WHERE: dict[str, str] = {
     "InvalidInput": "brain.errors",
     "LLMConfig": "brain.providers.llm",
     "LLMSummarizer": "brain.lcm.llm_summarizer",
+    "SourceItem": "brain.lcm.summary_contract",
+    "SummaryRequest": "brain.lcm.summary_contract",
+    "offline_summarizer": "brain.lcm.offline",
     "MAINTAIN_TASKS": "brain.graph.maintain:TASKS",
     "MaintainOptions": "brain.graph.maintain",
     "MessageIn": "brain.lcm.content",
@@ -206,10 +211,12 @@ __all__ = [
     "Reach",
     "RecallMode",
     "SaveResult",
+    "SourceItem",
     "StaticEmbedder",
     "StorageError",
     "Store",
     "StoreBusy",
+    "SummaryRequest",
     "TraverseOptions",
     "__version__",
     "compaction_sizes",
@@ -223,6 +230,7 @@ __all__ = [
     "ignore_progress",
     "insert_node",
     "ivf_default_nprobe",
+    "offline_summarizer",
     "open_store",
     "ranking",
     "session_conversation",

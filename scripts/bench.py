@@ -2231,9 +2231,7 @@ def _summarizers_params(s: Settings) -> dict[str, Any]:
 def bench_summarizers(shared: Shared, work: Path) -> Metrics:
     """Messages summarised per second by each offline summarizer, leaf chunks as compaction
     makes them (at a budget-following 2k chunk and at the default 20k chunk)."""
-    from brain.lcm.offline import offline_summarizer
-    from brain.lcm.summary_contract import SourceItem, SummaryRequest
-    from brain.tokens import estimate_tokens
+    from brain import SourceItem, SummaryRequest, estimate_tokens, offline_summarizer
 
     locomo = shared.settings.locomo
     messages = real_locomo(locomo) if locomo else synthetic_locomo(600, SEED + 40)
