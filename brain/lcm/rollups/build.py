@@ -32,7 +32,7 @@ from brain.lcm.entities.extract import extract
 from brain.lcm.rollups.periods import PERIODS, Period, bounds, day_of, period_start
 from brain.lcm.summarize import (
     EXPAND_PREFIX,
-    ExtractiveSummarizer,
+    FactSummarizer,
     SourceItem,
     Summarizer,
     SummaryRequest,
@@ -58,7 +58,7 @@ def rollup_summarizer() -> Summarizer:
     The one place that names it, so a new default changes the rollups' text and
     nothing else here.
     """
-    return ExtractiveSummarizer()
+    return FactSummarizer()
 
 
 Scope = tuple[str, str]

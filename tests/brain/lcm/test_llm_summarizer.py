@@ -12,7 +12,7 @@ from brain.errors import ProviderError
 from brain.lcm.llm_summarizer import LLMSummarizer, build_prompt
 from brain.lcm.summarize import (
     EXPAND_PREFIX,
-    ExtractiveSummarizer,
+    FactSummarizer,
     SourceItem,
     SummaryRequest,
     input_tokens,
@@ -276,7 +276,7 @@ def test_the_third_rung_is_the_default_offline_summarizer_after_normal_then_aggr
     assert "Be aggressive" in aggressive[1]
     assert "Be aggressive" not in normal[1]
     # What the daemon summarises with offline, asked the same way escalation asks it.
-    offline = summarize_with_escalation(_Down(), request, fallback=ExtractiveSummarizer())
+    offline = summarize_with_escalation(_Down(), request, fallback=FactSummarizer())
     assert (outcome.summarizer, outcome.text) == ("fallback", offline.text)
     assert estimate_tokens(outcome.text) < input_tokens(request)
 
