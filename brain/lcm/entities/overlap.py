@@ -83,10 +83,11 @@ def second_hop(
     """Message row ids that share entities with the messages ``row_ids``, best first.
 
     A message's score is the sum over shared entities of 1 / (messages mentioning
-    the entity): a rare name links two turns more than a common one; entities in
-    more than ``HOP_COMMON`` messages are ignored. The given ids are never
-    returned, nor suppressed messages, nor (when ``conversations`` is given)
-    messages of other conversations.
+    the entity, in any conversation): a rare name links two turns more than a common
+    one; entities in more than ``HOP_COMMON`` messages are ignored (a name common
+    across the database, the user's own, links nothing even where it is rare). The
+    given ids are never returned, nor suppressed messages, nor (when
+    ``conversations`` is given) messages of other conversations.
     """
     sources = sorted({int(r) for r in row_ids if r >= 0})
     if not sources or limit <= 0:
@@ -99,11 +100,11 @@ def second_hop(
             WHERE message_id IN (SELECT value FROM json_each(:sources))
         ),
         counted(entity_id, n) AS (
-            -- Counting stops past :common: a name in every message costs no more
-            -- than a rare one (unscoped; scoped, the scan skips other conversations).
+            -- Rarity is counted over every conversation, and the count stops past
+            -- :common: a name in every message costs no more than a rare one, in
+            -- or out of scope (counting inside the scope walked all its mentions).
             SELECT entity_id, (SELECT count(*) FROM (
                 SELECT 1 FROM entity_mentions em WHERE em.entity_id = src.entity_id
-                AND (:scoped = 0 OR em.conversation_id IN (SELECT value FROM json_each(:scope)))
                 LIMIT :common + 1)) FROM src
         ),
         weighted(entity_id, weight) AS (

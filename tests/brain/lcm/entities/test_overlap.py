@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from brain import Brain, MessageIn
+from brain.lcm.entities import overlap
 from brain.lcm.entities.overlap import entity_overlap, second_hop
 
 
@@ -70,3 +72,23 @@ def test_overlap_with_common_set_ignores_entities_mentioned_in_more_messages(
     query = "Did Melanie run in Central Park?"
     assert entity_overlap(fresh_brain.store, query, rows, common=2).tolist() == [1.0, 1.0, 0.0]
     assert entity_overlap(fresh_brain.store, query, rows, common=1).tolist() == [0.0] * 3
+
+
+def test_an_entity_common_across_the_database_links_nothing_even_where_it_is_rare(
+    fresh_brain: Brain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(overlap, "HOP_COMMON", 2)
+    fresh_brain.ingest(
+        "s",
+        [
+            MessageIn("user", "Zanele came by", client_id="a"),
+            MessageIn("user", "Zanele left early", client_id="b"),
+        ],
+    )
+    fresh_brain.ingest("t", [MessageIn("user", "Zanele again", client_id="c")])
+    fresh_brain.index_entities()
+    ids = _ids(fresh_brain)
+    scope = [int(fresh_brain.store.scalar("SELECT id FROM conversations WHERE session_id = 's'"))]
+    assert second_hop(fresh_brain.store, [ids["a"]], conversations=scope) == []
+    monkeypatch.setattr(overlap, "HOP_COMMON", 3)
+    assert second_hop(fresh_brain.store, [ids["a"]], conversations=scope) == [ids["b"]]
