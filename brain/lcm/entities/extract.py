@@ -165,6 +165,10 @@ class Mention:
     end: int
 
 
+_POSSESSIVE: Final = regex.compile(r"['\u2019]s?$", regex.I)
+"""A trailing 's (or a plural's bare apostrophe) on a name."""
+
+
 def entity_key(text: str) -> str:
     """The form two mentions of one entity share: case-folded, whitespace collapsed."""
     return " ".join(text.casefold().split())
@@ -244,6 +248,10 @@ def _mention(kind: str, written: str, start: int, end: int) -> Mention | None:
             return None
         offset = words[skip].start()
         written, start = written[offset:], start + offset
+        # A possessive names the same entity: "Caroline's" is Caroline.
+        possessive = _POSSESSIVE.search(written)
+        if possessive is not None:
+            written, end = written[: possessive.start()], end - len(possessive.group())
         key = entity_key(written)
         if " " not in key and len(key) < 2:
             return None

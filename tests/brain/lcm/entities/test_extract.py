@@ -37,6 +37,12 @@ def test_identifiers_of_technical_talk_have_their_own_kinds() -> None:
     assert ("identifier", "max_tokens") in found
 
 
+def test_a_possessive_names_the_same_entity_as_the_bare_name() -> None:
+    found = _pairs("Caroline\u2019s dog met John's cat; John said the Smiths' house is far.")
+    assert {("name", "caroline"), ("name", "john"), ("name", "smiths")} <= found
+    assert not {k for kind, k in found if kind == "name" and k.endswith(("'s", "\u2019s", "'"))}
+
+
 def test_quantities_and_dates_are_found_whole() -> None:
     found = _pairs("On 8 May 2023 I ran 5 km in 25 minutes, and paid $30 on May 7, 2023.")
     assert {("date", "8 may 2023"), ("date", "may 7, 2023")} <= found
