@@ -16,7 +16,7 @@ from typing import Final
 import apsw
 
 from brain.errors import StorageError
-from brain.store.migrations import entities, rollups, v01_to_v06, v07_to_v13, v14_on
+from brain.store.migrations import counts, entities, rollups, v01_to_v06, v07_to_v13, v14_on
 from brain.store.migrations.v07_to_v13 import CJK_GLOB
 
 __all__ = ["CJK_GLOB", "MIGRATIONS", "SCHEMA_VERSION", "migrate"]
@@ -27,6 +27,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     *v14_on.SCRIPTS,
     *entities.SCRIPTS,
     *rollups.SCRIPTS,
+    *counts.SCRIPTS,
 )
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 

@@ -1,6 +1,6 @@
 """SIGKILL at a random moment of mixed load loses no acknowledged write and
-leaves a consistent database: integrity, full-text index, vectors and payload
-files all agree with the rows, and the daemon restarts on it.
+leaves a consistent database: integrity, full-text index, vectors, payload
+files and info's counters all agree with the rows, and the daemon restarts on it.
 
 A client thread drives a real daemon with ingest batches and single messages
 (unique client ids, some large enough to become payload files), ``teach``
@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from brain import Brain, BrainConfig
+from brain.store.migrations.counts import COUNTED
 from protocol.client import Client, ClientClosed
 from protocol.errors import RPCError
 from tests.reliability.conftest import sql_rows
@@ -130,7 +131,8 @@ def _load(client: Client, trial: int, rng: random.Random, acked: Acked, stop: th
 
 
 def check_consistent(db: Path) -> dict[str, int]:
-    """Integrity, FTS, vectors and payload files of a database no process has open."""
+    """Integrity, FTS, vectors, payload files and info's counters of a database no process
+    has open."""
     assert sql_rows(db, "PRAGMA integrity_check") == [("ok",)]
     sql_rows(db, "INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
     sql_rows(db, "INSERT INTO summaries_fts(summaries_fts) VALUES ('integrity-check')")
@@ -155,6 +157,10 @@ def check_consistent(db: Path) -> dict[str, int]:
         "AND NOT EXISTS (SELECT 1 FROM embed_queue q WHERE q.kind = r.kind AND q.row_id = r.id)",
     )
     assert unembedded == []
+    # info's maintained counters rolled back or committed with the rows they count
+    kept = dict(sql_rows(db, "SELECT name, n FROM counts"))
+    counted = {t: sql_rows(db, f"SELECT count(*) FROM {t}")[0][0] for t in COUNTED}
+    assert kept == counted
     files_dir = db.with_name(db.name + "-files")
     rows = {r[0] for r in sql_rows(db, "SELECT file_id FROM large_files")}
     on_disk = set(os.listdir(files_dir)) if files_dir.exists() else set()

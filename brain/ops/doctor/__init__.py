@@ -1,11 +1,12 @@
 """``brain doctor``: check a database's invariants and repair what can be repaired losslessly.
 
 Each check has a stable name (``integrity``, ``schema``, ``fts``, ``vectors``,
-``files``, ``context``, ``graph``, ``suppression``, ``rollups``), a status
+``files``, ``context``, ``graph``, ``suppression``, ``rollups``, ``counts``), a status
 (``ok``, ``warning``, ``error``), a message naming each problem and the counts
 it measured. ``repair=True`` runs, for every check that found something, the
 repairs that lose nothing: derived data is rebuilt (FTS and CJK indexes,
-running totals, summary nodes, the embed queue; broken rollups are dropped and
+running totals, summary nodes, the embed queue, the row counters ``info``
+reports; broken rollups are dropped and
 every leaf queued for their refresh), ghost or malformed vectors are deleted
 and their rows queued again, orphan payload files are moved aside (never
 deleted) and stale temp files removed. Messages and summaries are never

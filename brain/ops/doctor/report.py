@@ -27,6 +27,7 @@ CHECKS: Final = (
     "graph",
     "suppression",
     "rollups",
+    "counts",
 )
 """Every check's name, in the order they run and are reported."""
 

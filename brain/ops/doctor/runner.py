@@ -17,6 +17,7 @@ from brain.config import BrainConfig
 from brain.errors import StorageError
 from brain.ops.doctor import (
     context,
+    counts,
     files,
     fts,
     graph,
@@ -108,6 +109,7 @@ def _run_checks(store: Store, deep: bool, version_before: int) -> list[Finding]:
         graph.check(store),
         suppression.check(store),
         rollups.check(store),
+        counts.check(store),
     ]
 
 
@@ -142,4 +144,5 @@ _REPAIRS: Final[Mapping[str, Callable[[Store, Finding], list[str]]]] = {
     "graph": graph.repair,
     "suppression": suppression.repair,
     "rollups": rollups.repair,
+    "counts": counts.repair,
 }
