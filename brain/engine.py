@@ -242,6 +242,20 @@ class Brain:
             embedder = self.embedder
             return read_info(store, db=str(self.path), embedder=embedder.name, dim=embedder.dim)
 
+    def info_now(self) -> Info | None:
+        """``info`` if it can be read without waiting, else None (ask ``info`` then).
+
+        It reads the maintained counters on an idle read connection: no lock, no
+        connection opened, a few statements (tens of microseconds), so the daemon
+        answers it on its event loop instead of handing it to a worker thread.
+        """
+        loan = self._access.reading_now()
+        if loan is None:
+            return None
+        with loan as store:
+            embedder = self.embedder
+            return read_info(store, db=str(self.path), embedder=embedder.name, dim=embedder.dim)
+
     def save(self) -> SaveResult:
         """Make everything durable in the main file: checkpoint the WAL.
 

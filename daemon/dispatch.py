@@ -100,6 +100,27 @@ class Dispatcher:
             return self._reject(parsed.id, failure, parsed.notification, parsed.jsonrpc)
         return Call(parsed, handler, params, handler.lane(params))
 
+    def answer_now(self, call: Call) -> Answer | None:
+        """Answer ``call`` synchronously with its handler's ``now``, or None if it cannot.
+
+        Only calls with no lane, no grant (admitting one writes) and no progress
+        qualify. Errors become frames here as in ``execute``.
+        """
+        request = call.request
+        now = call.handler.now
+        if now is None or call.lane is not None or request.grant is not None or request.progress:
+            return None
+        try:
+            result = now(self.context, call.params)
+        except Exception as exc:  # the same boundary as ``_execute``
+            err = to_wire(exc, request.method, hide=(self.brain.path.parent,))
+            return self._reject(request.id, err, request.notification, request.jsonrpc)
+        if result is None:
+            return None
+        if request.notification:
+            return Answer(None)
+        return Answer(result_frame(request.id, result, request.jsonrpc))
+
     async def execute(
         self, call: Call, send: Callable[[bytes], Awaitable[None]] | None = None
     ) -> bytes | None:

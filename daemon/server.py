@@ -29,6 +29,7 @@ from typing import Final, Protocol, runtime_checkable
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from daemon.dispatch import Answer, Call, Dispatcher
 from daemon.logs import log
@@ -235,6 +236,8 @@ class Server:
             assert self._outer is not None
             self._outer.start_soon(self._finish_shutdown, item)
             return
+        if await self._answered_now(item):
+            return
         await self._slots.acquire()
         size = len(line)
         self._queued_bytes += size
@@ -248,6 +251,26 @@ class Server:
             self._idle = anyio.Event()
         assert self._tg is not None
         self._tg.start_soon(self._run, item, previous, mine, size)
+
+    async def _answered_now(self, call: Call) -> bool:
+        """Answer a cheap call (``ping``, ``info``) right here, on the reader.
+
+        No task and no worker thread: what a single-threaded daemon would do. The
+        call has no lane, so no ordering is skipped; if the client is not reading
+        its answers, the call runs as any other (and waits for the backlog).
+        After the answer, the loop lets ready tasks run before the next line, so a
+        stream of cheap calls cannot hold back the answers of running requests.
+        """
+        if self._output_full():
+            return False
+        answer = self.dispatcher.answer_now(call)
+        if answer is None:
+            return False
+        if answer.frame is not None:
+            await self.sink.send(answer.frame)
+        self.answered.set()
+        await anyio.lowlevel.checkpoint()
+        return True
 
     # -- running --------------------------------------------------------------
 

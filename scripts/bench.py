@@ -672,6 +672,86 @@ def bench_pipelined(shared: Shared, work: Path) -> Metrics:
     }
 
 
+# -- cheap requests ---------------------------------------------------------------------
+
+
+def _requests_params(s: Settings) -> dict[str, Any]:
+    return {"calls": s.n(2_000, 100), "warmup": 200, "database": "the shared dataset"}
+
+
+_SINGLE_THREADED = """
+import sqlite3, sys, orjson
+db = sqlite3.connect(sys.argv[1])
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    request = orjson.loads(line)
+    if request["method"] == "info":
+        try:
+            counts = dict(db.execute("SELECT name, n FROM counts"))
+        except sqlite3.OperationalError:  # a database from before the counters
+            counts = {"messages": db.execute("SELECT count(*) FROM messages").fetchone()[0]}
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        result = {"messages": counts["messages"], "pages": pages}
+    else:
+        result = {"pong": True}
+    out.write(orjson.dumps({"id": request["id"], "result": result}) + b"\\n")
+    out.flush()
+"""
+"""The reference: one thread reading lines and answering each in turn (``info`` from
+the same database's counters on a plain sqlite3 connection), as a single-threaded
+daemon does. Nothing to hop between, so it is the floor a daemon's pipes allow."""
+
+
+def bench_requests(shared: Shared, work: Path) -> Metrics:
+    """``ping`` and ``info`` round trips through the pipes, brain vs a single-threaded loop.
+
+    Sequential calls over raw pipes, alternating between a brain daemon and the
+    reference loop call by call, so both see the same load (the machine is shared:
+    compare the ratios). The database is the shared dataset.
+    """
+    params = _requests_params(shared.settings)
+    db = dataset(shared)
+    reference = subprocess.Popen(
+        [sys.executable, "-c", _SINGLE_THREADED, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=child_env(),
+    )
+    _track(reference)
+    samples: dict[str, list[int]] = {}
+    try:
+        with raw_daemon(db, work / "daemon.log") as proc:
+            pair = {"brain": proc, "single": reference}
+            for who in pair.values():
+                assert who.stdin is not None
+                assert who.stdout is not None
+            for i in range(params["warmup"] + params["calls"]):
+                for method in ("ping", "info"):
+                    for name, who in pair.items():
+                        assert who.stdin is not None
+                        assert who.stdout is not None
+                        t0 = time.perf_counter_ns()
+                        who.stdin.write(frame(i, method))
+                        who.stdin.flush()
+                        answer = read_answer(who.stdout)
+                        took = time.perf_counter_ns() - t0
+                        if "result" not in answer:
+                            raise RuntimeError(f"{name} {method}: {answer}")
+                        if i >= params["warmup"]:
+                            samples.setdefault(f"{method}_{name}", []).append(took)
+    finally:
+        stop_process(reference)
+        _untrack(reference)
+    out: Metrics = {}
+    for key, ns in samples.items():
+        out.update(latency_metrics(ns, f"{key}_"))
+    for method in ("ping", "info"):
+        for p in ("p50", "p95"):
+            mine, floor = out[f"{method}_brain_{p}_ms"], out[f"{method}_single_{p}_ms"]
+            out[f"{method}_{p}_vs_single"] = mine / floor
+    return out
+
+
 # -- storage and start-up (on one shared dataset) -----------------------------------------
 
 
@@ -2497,6 +2577,13 @@ BENCHES: Final[tuple[Bench, ...]] = (
         _dataset_params,
         bench_db_bytes,
         deterministic=True,
+    ),
+    Bench(
+        "requests",
+        "ping and info p50/p95 through the pipes, brain vs a single-threaded reference loop "
+        "on the same database (ratios: the machine is shared)",
+        _requests_params,
+        bench_requests,
     ),
     Bench(
         "startup",

@@ -79,6 +79,18 @@ class Access:
         with loan as store:
             yield store
 
+    def reading_now(self) -> contextlib.AbstractContextManager[Store] | None:
+        """``reading()`` on an idle pooled connection, or None when that would wait.
+
+        None without a pool, with none of its connections idle (each is opened by
+        a first ``reading()``), or once the file is lost: then ``reading()`` would
+        take the lock or open a connection, which a caller that must not block
+        leaves to a thread.
+        """
+        if self._readers is None or self._store.lost:
+            return None
+        return self._readers.read_idle()
+
     @contextlib.contextmanager
     def side(self) -> Iterator[Store]:
         """A second connection to this database for long work done without the lock.

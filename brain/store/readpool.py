@@ -70,6 +70,19 @@ class ReadPool:
         """
         return self._loan(self._take())
 
+    def read_idle(self) -> contextlib.AbstractContextManager[Store] | None:
+        """Lend an idle connection as ``read`` does, or None when none is idle.
+
+        Never waits for a loan to come back and never opens a connection, so a
+        caller that must not block (the daemon's event loop answering ``info``)
+        can fall back to a thread instead.
+        """
+        with self._cond:
+            if self._closed or not self._idle:
+                return None
+            store = self._idle.pop()
+        return self._loan(store)
+
     @contextlib.contextmanager
     def _loan(self, store: Store) -> Iterator[Store]:
         try:

@@ -27,6 +27,8 @@ from daemon.context import Context
 from daemon.handlers import context, entities, grants, graph, lifecycle, messages, recall
 
 HandlerFn = Callable[[Context, Any], Awaitable[Any]]
+NowFn = Callable[[Context, Any], Any]
+"""Answers at once on the event loop, or returns None to have ``run`` answer instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,11 @@ class Handler:
     loop_free: bool = False
     """It awaits nothing but ``Context.db`` and reports no progress, so a one-shot
     ``brain call`` may run it with no event loop (``Context.inline``)."""
+    now: NowFn | None = None
+    """A synchronous answer the server gives on its reader as the line is read (no
+    task, no thread): only for work of microseconds that never blocks (``ping``;
+    ``info`` on an idle read connection). It returns None when it cannot answer
+    without waiting, and the request then runs as any other."""
 
 
 def _no_lane(_params: Any) -> str | None:
@@ -68,8 +75,8 @@ def _chat_lane(params: Any) -> str | None:
 
 
 HANDLERS: dict[str, Handler] = {
-    "ping": Handler(lifecycle.ping, _no_lane, loop_free=True),
-    "info": Handler(lifecycle.info, _no_lane, loop_free=True),
+    "ping": Handler(lifecycle.ping, _no_lane, loop_free=True, now=lifecycle.ping_now),
+    "info": Handler(lifecycle.info, _no_lane, loop_free=True, now=lifecycle.info_now),
     "ingest": Handler(messages.ingest, _session_lane, mutates=True, loop_free=True),
     "assemble": Handler(context.assemble, _session_lane),
     "compact": Handler(context.compact, _session_lane, mutates=True, holds_lane=False),

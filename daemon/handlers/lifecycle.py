@@ -32,6 +32,25 @@ async def info(ctx: Context, params: NoParams) -> dict[str, Any]:
     return out
 
 
+def ping_now(ctx: Context, params: NoParams) -> dict[str, Any]:
+    """``ping`` answered on the reader, before any task starts (``Handler.now``)."""
+    return {"pong": True}
+
+
+def info_now(ctx: Context, params: NoParams) -> dict[str, Any] | None:
+    """``info`` answered on the reader when an idle read connection is free (``Handler.now``).
+
+    It reads the maintained counters (a few statements, no lock); None sends it to a
+    worker thread as before (no idle connection yet, none left, or the file is lost).
+    """
+    info = ctx.brain.info_now()
+    if info is None:
+        return None
+    out = dataclasses.asdict(info)
+    out["compaction"] = ctx.compaction_counts()
+    return out
+
+
 async def save(ctx: Context, params: NoParams) -> dict[str, Any]:
     """Checkpoint the WAL (and, in later layers, flush hot state)."""
     result = await ctx.db(ctx.brain.save)

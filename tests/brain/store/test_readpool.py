@@ -322,3 +322,47 @@ def test_a_reset_retires_every_connection(pool: ReadPool) -> None:
         pool.reset()
     with pool.read() as store:
         assert store is not lent
+
+
+def test_an_idle_loan_is_refused_rather_than_waited_for_or_opened(pool: ReadPool) -> None:
+    assert pool.read_idle() is None  # nothing opened yet: it would open one
+    with pool.read(), pool.read():
+        assert pool.read_idle() is None  # both lent: it would wait
+    loan = pool.read_idle()
+    assert loan is not None
+    with loan as store:
+        assert store.scalar("SELECT count(*) FROM meta") is not None
+    pool.close()
+    assert pool.read_idle() is None
+
+
+def test_info_now_answers_from_an_idle_connection_while_a_write_holds_the_lock(
+    engine: Brain,
+) -> None:
+    engine.ingest("s", [MessageIn("user", "a heron waits", client_id="m1")])
+    assert engine.info().messages == 1  # opens the pool's first connection
+    held = HeldCommit(engine.store)
+    writer, _wrote = _in_thread(
+        lambda: engine.ingest("s", [MessageIn("user", "a kestrel hovers", client_id="m2")])
+    )
+    try:
+        assert held.holding.wait(WAIT_S), "the ingest never reached its commit"
+        now = engine.info_now()  # the write lock is held: it must neither wait nor see it
+        assert now is not None
+        assert now.messages == 1
+    finally:
+        held.release()
+        writer.join(WAIT_S)
+    now = engine.info_now()
+    assert now is not None
+    assert now.messages == 2
+
+
+def test_info_now_defers_to_info_without_a_read_pool(db_path: Path) -> None:
+    engine = Brain(db_path, BrainConfig(read_connections=0))
+    try:
+        engine.ingest("s", [MessageIn("user", "a heron waits", client_id="m1")])
+        assert engine.info_now() is None
+        assert engine.info().messages == 1
+    finally:
+        engine.close()
