@@ -86,7 +86,7 @@ class BrainConfig:
 
     ``synchronous``: SQLite's ``PRAGMA synchronous``. FULL (the default) makes
     every acknowledged commit survive power loss as well as a killed process;
-    NORMAL survives a killed process only.
+    NORMAL survives a killed process only. ``group_commit``: see the field.
 
     ``orphan_file_grace_s``: a payload file with no row is removed at start-up
     only when older than this, because another process may be between writing
@@ -96,6 +96,11 @@ class BrainConfig:
     large_payload_tokens: int = 25_000
     busy_timeout_ms: int = 5_000
     synchronous: Synchronous = "FULL"
+    group_commit: bool = False
+    """Commit the engine's writes at ``synchronous=NORMAL`` and make them durable with an
+    fsync of the WAL that concurrent writers share (``brain.store.groupsync``): each
+    write still returns only once it survives power loss, as at FULL, but writers
+    arriving together pay one fsync. Only with ``synchronous`` FULL or EXTRA."""
     orphan_file_grace_s: float = 600.0
     recall_mode: RecallMode = "off"
     """``assemble``'s recall block when a request does not say: off, shadow or on."""

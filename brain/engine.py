@@ -256,6 +256,21 @@ class Brain:
             embedder = self.embedder
             return read_info(store, db=str(self.path), embedder=embedder.name, dim=embedder.dim)
 
+    @property
+    def group_commit(self) -> bool:
+        """Whether writes share WAL fsyncs (``BrainConfig.group_commit``, in effect)."""
+        return self._access.group is not None
+
+    def durable(self) -> None:
+        """Return once every write committed before this call survives power loss.
+
+        Only needed for writes made inside ``brain.store.groupsync.deferring()``;
+        without group commit every commit is durable when it returns.
+        """
+        group = self._access.group
+        if group is not None:
+            group.wait()
+
     def save(self) -> SaveResult:
         """Make everything durable in the main file: checkpoint the WAL.
 

@@ -279,6 +279,14 @@ OPTIONS: Final[tuple[Option, ...]] = (
         scope="store",
     ),
     Option(
+        "group_commit",
+        "BRAIN_GROUP_COMMIT",
+        _bool,
+        "commit at NORMAL and share one WAL fsync among concurrent writers; each write "
+        "answers once durable, as at FULL",
+        "brain",
+    ),
+    Option(
         "trace_max_count",
         "BRAIN_TRACE_MAX_COUNT",
         _positive_int,

@@ -122,27 +122,37 @@ class Dispatcher:
         return Answer(result_frame(request.id, result, request.jsonrpc))
 
     async def execute(
-        self, call: Call, send: Callable[[bytes], Awaitable[None]] | None = None
+        self,
+        call: Call,
+        send: Callable[[bytes], Awaitable[None]] | None = None,
+        applied: Callable[[], None] | None = None,
     ) -> bytes | None:
         """Run a prepared call; return its response frame (None for a notification).
 
         ``send`` writes a frame to the client: with it, a request that asked for
         ``progress`` gets progress notifications while it runs (``daemon.progress``).
+        ``applied`` is called, with group commit, once the call's writes are
+        committed and before the shared fsync that makes them durable is awaited:
+        the server releases the call's lane there, so the lane's next write can
+        join that fsync. The answer still waits for it.
         """
         request = call.request
         token = None
         if request.progress and send is not None and not request.notification:
             token = progress.current.set(progress.reporter(request.id, send))
         try:
-            return await self._execute(call)
+            return await self._execute(call, applied)
         finally:
             if token is not None:
                 progress.current.reset(token)
 
-    async def _execute(self, call: Call) -> bytes | None:
+    async def _execute(self, call: Call, applied: Callable[[], None] | None = None) -> bytes | None:
         request = call.request
         try:
-            if request.grant is None:
+            if self._defers_fsync(call):
+                result = await self._group_committed(call, applied)
+                frame = result_frame(request.id, result, request.jsonrpc)
+            elif request.grant is None:
                 result = await call.handler.run(self.context, call.params)
                 frame = result_frame(request.id, result, request.jsonrpc)
             else:
@@ -155,6 +165,32 @@ class Dispatcher:
         if call.handler.mutates:
             self.context.note_write()
         return None if request.notification else frame
+
+    def _defers_fsync(self, call: Call) -> bool:
+        """Whether ``call`` writes with group commit and its answer waits for the fsync
+        here (a granted call, or one run with no event loop, waits in the engine)."""
+        return (
+            call.handler.mutates
+            and call.request.grant is None
+            and not self.context.inline
+            and self.brain.group_commit
+        )
+
+    async def _group_committed(self, call: Call, applied: Callable[[], None] | None) -> Any:
+        """Run a writing call whose commits skip their fsync, then wait for a shared one.
+
+        The wait is in a thread of its own, not a database thread: writers waiting
+        for the fsync hold up no other request's database work.
+        """
+        from brain.store.groupsync import deferring
+
+        with deferring() as pending:
+            result = await call.handler.run(self.context, call.params)
+        if pending.needed:
+            if applied is not None:
+                applied()
+            await anyio.to_thread.run_sync(self.brain.durable, abandon_on_cancel=True)
+        return result
 
     async def _granted(self, call: Call, grant: str) -> bytes:
         """Admit, run and settle a call carrying ``grant``, one such call at a time."""

@@ -286,7 +286,7 @@ class Server:
             while self._output_full() and not self._stopping:
                 await anyio.sleep(_ROOM_POLL_S)
             started = True
-            frame = await self.dispatcher.execute(call, self.sink.send)
+            frame = await self.dispatcher.execute(call, self.sink.send, mine.set)
             if frame is not None:
                 await self.sink.send(frame)
         except anyio.get_cancelled_exc_class():

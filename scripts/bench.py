@@ -327,9 +327,16 @@ def client_daemon(db: Path, log: Path, args: Sequence[str] = ()) -> Iterator[Cli
 @contextlib.contextmanager
 def raw_daemon(db: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A daemon on buffered pipes, for benchmarks that bypass the client."""
+    with raw_daemon_args(db, log, ()) as proc:
+        yield proc
+
+
+@contextlib.contextmanager
+def raw_daemon_args(db: Path, log: Path, args: Sequence[str]) -> Iterator[subprocess.Popen[bytes]]:
+    """``raw_daemon`` with extra command-line arguments."""
     with log.open("ab") as err:
         proc = subprocess.Popen(
-            daemon_command(db),
+            daemon_command(db, args),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -513,6 +520,94 @@ def _bare_commit_rate(path: Path, count: int) -> float:
         return count / (time.perf_counter() - started)
     finally:
         conn.close()
+
+
+# -- group commit -------------------------------------------------------------------------
+
+
+def _group_params(s: Settings) -> dict[str, Any]:
+    return {"single": s.n(400, 40), "pipelined": s.n(1_000, 80), "window": 16, "sessions": [1, 8]}
+
+
+def _windowed(proc: subprocess.Popen[bytes], lines: list[bytes], window: int) -> list[int]:
+    """Send ``lines`` keeping ``window`` requests in flight; each one's ns from send to ack.
+
+    Ids are the lines' indexes; answers may come out of order (other lanes).
+    """
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    sent_at: dict[int, int] = {}
+    took: list[int] = []
+    following = 0
+    while len(took) < len(lines):
+        while following < len(lines) and following - len(took) < window:
+            sent_at[following] = time.perf_counter_ns()
+            proc.stdin.write(lines[following])
+            following += 1
+        proc.stdin.flush()
+        answer = read_answer(proc.stdout)
+        if "result" not in answer:
+            raise RuntimeError(f"ingest failed: {answer}")
+        took.append(time.perf_counter_ns() - sent_at[answer["id"]])
+    return took
+
+
+def bench_group_commit(shared: Shared, work: Path) -> Metrics:
+    """Durable ingest through the daemon at synchronous=FULL, alone and with group commit.
+
+    ``single``: sequential one-message ingests (one fsync each either way).
+    ``pipelined_<S>``: ``window`` requests kept in flight over ``S`` sessions (1: one
+    lane, applied in order); latency from each request's send to its answer. With
+    ``group_commit`` the commits skip their own fsync and every answer waits for a
+    WAL fsync begun after its commit, shared by the writers in flight.
+    """
+    params = _group_params(shared.settings)
+    out: Metrics = {"fsync_p50_ms": _fsync_p50_ms(work / "fsync.bin")}
+    for mode, args in (("full", ()), ("group", ("--group-commit", "true"))):
+        db = work / f"{mode}.db"
+        with raw_daemon_args(db, work / "daemon.log", args) as proc:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            proc.stdin.write(frame(0, "ping"))
+            proc.stdin.flush()
+            read_answer(proc.stdout)
+            single = [
+                frame(i, "ingest", {"session": "one", "message": m})
+                for i, (_s, m) in enumerate(make_messages(params["single"], 1, SEED + 4))
+            ]
+            out.update(latency_metrics(_windowed(proc, single, 1), f"{mode}_single_"))
+            for sessions in params["sessions"]:
+                plan = make_messages(params["pipelined"], sessions, SEED + 5 + sessions)
+                lines = [
+                    frame(i, "ingest", {"session": f"w{sessions}-{s}", "message": m})
+                    for i, (s, m) in enumerate(plan)
+                ]
+                started = time.perf_counter()
+                took = _windowed(proc, lines, params["window"])
+                rate = len(lines) / (time.perf_counter() - started)
+                out.update(latency_metrics(took, f"{mode}_pipelined_{sessions}_"))
+                out[f"{mode}_pipelined_{sessions}_reqs_per_s"] = rate
+    for key in [k for k in out if k.startswith("full_") and k.endswith(("p50_ms", "reqs_per_s"))]:
+        group = out[key.replace("full_", "group_", 1)]
+        out[key.replace("full_", "speedup_", 1)] = (
+            group / out[key] if key.endswith("reqs_per_s") else out[key] / group
+        )
+    return out
+
+
+def _fsync_p50_ms(path: Path, count: int = 200) -> float:
+    """p50 of one 4 KiB write + fsync on this disk (what a FULL commit waits for at least)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    samples: list[int] = []
+    try:
+        for i in range(count):
+            os.pwrite(fd, b"x" * 4096, (i % 16) * 4096)
+            t0 = time.perf_counter_ns()
+            os.fsync(fd)
+            samples.append(time.perf_counter_ns() - t0)
+    finally:
+        os.close(fd)
+    return latency_metrics(samples)["p50_ms"]
 
 
 # -- ping -------------------------------------------------------------------------------
@@ -2577,6 +2672,13 @@ BENCHES: Final[tuple[Bench, ...]] = (
         _dataset_params,
         bench_db_bytes,
         deterministic=True,
+    ),
+    Bench(
+        "group_commit",
+        "durable ingest p50/p95 through the daemon at synchronous=FULL vs group commit: "
+        "sequential, and 16 in flight over 1 and 8 sessions; fsync p50 of the disk",
+        _group_params,
+        bench_group_commit,
     ),
     Bench(
         "requests",

@@ -20,6 +20,7 @@ from typing import TypeVar
 from brain.config import BrainConfig
 from brain.errors import DatabaseFileLost, DatabaseMissing, StorageError
 from brain.store.connection import Store, open_store
+from brain.store.groupsync import GroupSync, deferred
 from brain.store.readpool import ReadPool
 
 T = TypeVar("T")
@@ -37,6 +38,13 @@ class Access:
         """Held while the write connection is in use (re-entrant: a write may read)."""
         self._store = store
         self.path: Path = store.path
+        self.group: GroupSync | None = None
+        """Shared WAL fsyncs when ``config.group_commit`` (and ``synchronous`` is not
+        already NORMAL or OFF): the write connection then commits at NORMAL and every
+        lease that changed rows ends with ``group.wait()``."""
+        if config.group_commit and config.synchronous in ("FULL", "EXTRA"):
+            self.group = GroupSync(self.path.with_name(self.path.name + "-wal"))
+            _commit_unsynced(store)
         self._readers = (
             ReadPool(self.open_second, config.read_connections)
             if config.read_connections > 0
@@ -50,14 +58,41 @@ class Access:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[Store]:
-        """The write connection, lent under the lock (a ``StoreLease``)."""
-        with self.lock:
-            yield self._store
+        """The write connection, lent under the lock (a ``StoreLease``).
+
+        With group commit, a lease that changed rows returns only once they are
+        durable: after the lock is released, so the next writer commits meanwhile
+        and shares the fsync. Inside ``deferring()`` the wait is the caller's.
+        """
+        if self.group is None:
+            with self.lock:
+                yield self._store
+            return
+        try:
+            with self.lock:
+                store = self._store
+                before = _changes(store)
+                yield store
+                changed = _changes(store) != before
+        except BaseException:
+            self._durable()  # whatever it committed before failing is durable too
+            raise
+        if changed:
+            self._durable()
+
+    def _durable(self) -> None:
+        """Wait for a shared fsync, or leave it to a caller that is ``deferring()``."""
+        assert self.group is not None
+        pending = deferred()
+        if pending is not None:
+            pending.needed = True
+        else:
+            self.group.wait()
 
     def write(self, work: Callable[[Store], T], /) -> T:
         """Run ``work`` on the write connection under the lock (a ``WritePath``)."""
-        with self.lock:
-            return work(self._store)
+        with self.locked() as store:
+            return work(store)
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Store]:
@@ -120,6 +155,8 @@ class Access:
     def swap(self, store: Store) -> None:
         """Serve from ``store`` from now on (a reload); the old write connection is closed
         and every read connection retired. The caller holds the lock."""
+        if self.group is not None:
+            _commit_unsynced(store)
         old, self._store = self._store, store
         with contextlib.suppress(Exception):
             old.close()
@@ -146,3 +183,16 @@ class Access:
                 else:
                     self._store.checkpoint(truncate=True)
             self._store.close()
+
+
+def _commit_unsynced(store: Store) -> None:
+    """The write connection's commits skip their fsync: ``GroupSync`` makes them durable."""
+    store.execute("PRAGMA synchronous = NORMAL")
+
+
+def _changes(store: Store) -> int:
+    """Rows the connection has changed since it opened (-1 once it is closed)."""
+    try:
+        return int(store.conn.total_changes())
+    except Exception:  # closed by a reload meanwhile: count it as changed
+        return -1
