@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from brain.recall.search import Mode as GrepMode
     from brain.results import SaveResult
     from brain.store.connection import Store, open_store
+    from brain.store.groupsync import deferring as defer_durability
     from brain.tokens import estimate_tokens
     from brain.vectors.ann import IVF
     from brain.vectors.ann import default_nprobe as ivf_default_nprobe
@@ -139,6 +140,7 @@ _WHERE: dict[str, str] = {
     "TraverseOptions": "brain.graph.traverse",
     "compaction_sizes": "brain.lcm.budgets:sizes",
     "default_embedder": "brain.vectors.embedders",
+    "defer_durability": "brain.store.groupsync:deferring",
     "doctor": "brain.ops.doctor",
     "doctor_report_json": "brain.ops.doctor:report_json",
     "estimate_tokens": "brain.tokens",
@@ -221,6 +223,7 @@ __all__ = [
     "__version__",
     "compaction_sizes",
     "default_embedder",
+    "defer_durability",
     "doctor",
     "doctor_report_json",
     "estimate_tokens",

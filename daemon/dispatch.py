@@ -182,9 +182,9 @@ class Dispatcher:
         The wait is in a thread of its own, not a database thread: writers waiting
         for the fsync hold up no other request's database work.
         """
-        from brain.store.groupsync import deferring
+        from brain import defer_durability
 
-        with deferring() as pending:
+        with defer_durability() as pending:
             result = await call.handler.run(self.context, call.params)
         if pending.needed:
             if applied is not None:

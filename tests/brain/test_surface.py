@@ -68,6 +68,7 @@ SURFACE = [
     "__version__",
     "compaction_sizes",
     "default_embedder",
+    "defer_durability",
     "doctor",
     "doctor_report_json",
     "estimate_tokens",
