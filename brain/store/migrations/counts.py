@@ -2,7 +2,7 @@
 
 ``counts`` holds one row per counted table, kept by triggers in the same
 transaction as every insert and delete, so it can never disagree with the rows
-that committed (a ``kill -9`` rolls both back together) and ``info`` reads eight
+that committed (a ``kill -9`` rolls both back together) and ``info`` reads nine
 integers instead of counting millions of rows. Nothing in the engine deletes or
 replaces rows without firing the triggers: no ``INSERT OR REPLACE`` (whose
 implicit deletes would fire no trigger) and no table dropped at run time; the
