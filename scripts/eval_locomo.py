@@ -29,9 +29,10 @@ skipped. Both counts are reported.
 
 Graph modes (``query``, ``query_learned``, ``query_learned:outcomes``,
 ``query_learned:corrections``) load each conversation into its own database by
-``sync`` of a generated workspace file (one ``## <dia_id>`` section, so one
-chunk node, per turn) and rank the fired chunk nodes; see ``run_graph_mode``.
-They score the odd-numbered questions (1st, 3rd, ...) of each conversation.
+``sync`` of a generated workspace file (a ``## Session N (date)`` section per
+session, a ``### <dia_id>`` section, so one chunk node, per turn) and rank the fired chunk nodes; see ``run_graph_mode``.
+They score the odd-numbered questions (1st, 3rd, ...) of each conversation; with any
+graph mode, ``hybrid@graph_questions`` is ranked hybrid grep on exactly those questions.
 
 ``hybrid`` and ``full_text`` go through grep's learned ranking stage (the shipped
 weights: on dev they are the training data, so that figure is optimistic);
@@ -389,6 +390,8 @@ GRAPH_MODES: Final = (
 GRAPH_QUERY: Final = {"top_k": 100, "threshold": 0.001, "max_fired": 150, "max_chars": 1_000_000}
 """Query knobs for scoring: 50 seeds that all fire, room for what spreads from them, and
 every fired node shown (so each maps to its turn)."""
+GRAPH_BASELINE: Final = "hybrid@graph_questions"
+"""Ranked hybrid grep on the questions the graph modes score, printed beside them."""
 HIT_K: Final = 10
 """A replayed question counts as answered (+1) when an evidence turn is in its top 10."""
 REPLAY_QUERY: Final = {
@@ -403,27 +406,33 @@ is about those ten."""
 
 @dataclass(slots=True)
 class TurnFile:
-    """A conversation written as a workspace file: one section per turn."""
+    """A conversation written as a workspace file: one section per turn, under its session."""
 
     text: str
     dia_at_line: dict[int, str]
 
 
 def turn_file(sample: dict[str, Any]) -> TurnFile:
-    """One ``## <dia_id>`` section per turn (the session date in the heading)."""
+    """One ``## Session N (date)`` section per session, one ``### <dia_id>`` per turn in it.
+
+    As a host would keep a chat log: the date once, on the session's heading (a
+    turn's node finds it in its heading path), each turn ``Speaker: text``.
+    """
     conversation = sample["conversation"]
     lines = [f"# Conversation {sample['sample_id']}", ""]
     dia_at_line: dict[int, str] = {}
     seen: set[str] = set()
     for key in session_keys(conversation):
         date = str(conversation.get(f"{key}_date_time") or "")
+        number = key.split("_")[1]
+        lines += [f"## Session {number} ({date})" if date else f"## Session {number}", ""]
         for turn in conversation[key]:
             dia = normalise_dia_id(str(turn.get("dia_id", "")))
             if not dia or dia in seen:
                 continue
             seen.add(dia)
             dia_at_line[len(lines) + 1] = dia
-            lines.append(f"## {dia} ({date})" if date else f"## {dia}")
+            lines.append(f"### {dia}")
             speaker = str(turn.get("speaker") or "")
             text = " ".join(turn_text(turn).split())
             lines += [f"{speaker}: {text}" if speaker else text, ""]
@@ -440,6 +449,15 @@ def _ranked_turns(result: dict[str, Any], dia_at_line: dict[int, str]) -> list[s
             if dia is not None and dia not in ranked:
                 ranked.append(dia)
     return ranked
+
+
+def graph_questions(questions: Sequence[Question]) -> list[Question]:
+    """The questions the graph modes score: the odd-numbered ones (1st, 3rd, ...) of
+    each conversation, in the order ``run_graph_mode`` scores them."""
+    by_sample: dict[str, list[Question]] = {}
+    for q in questions:
+        by_sample.setdefault(q.sample_id, []).append(q)
+    return [q for asked in by_sample.values() for q in asked[0::2]]
 
 
 def run_graph_mode(
@@ -594,6 +612,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for mode in modes
                 if mode not in GRAPH_MODES
             }
+            if any(m in GRAPH_MODES for m in modes):
+                # The baseline the graph must beat, on exactly the questions it scores.
+                if not any(m.startswith(("semantic", "hybrid")) for m in modes):
+                    wait_for_embeddings(client)
+                results[GRAPH_BASELINE] = run_mode(
+                    client, "hybrid", graph_questions(data.questions)
+                )
         log.close()
         if args.cv:
             import train_ranker

@@ -12,7 +12,9 @@ with ``e`` the step's eligibility, the activation it delivered relative to the
 strongest step of the trace: the edges that did most of the work get most of
 the credit. ``(1 - |w|)`` keeps weights inside (-1, 1) without clipping and
 slows learning near the bounds, so one outcome cannot flip an edge that many
-outcomes built. Edges touching a constitutional node are never changed.
+outcomes built. Only positive edges carry steps, and an outcome never takes one
+below 0: learning from outcomes never makes an edge inhibitory (corrections do).
+Edges touching a constitutional node are never changed.
 
 Only steps are credited, never pairs of nodes that merely fired in the same
 trace: a node reached through another path gets no credit for this one.
@@ -75,8 +77,11 @@ def credit(
             if current is None:
                 continue
             eligibility = step.activation / strongest
-            updates[key] = clamp_weight(
-                current + rate * advantage * eligibility * (1.0 - abs(current))
+            # Never below 0: an outcome weakens an edge to nothing, it never makes it
+            # inhibitory (only a correction, taught by a person, inhibits: the
+            # safeguard of brain.graph.safeguard).
+            updates[key] = max(
+                0.0, clamp_weight(current + rate * advantage * eligibility * (1.0 - abs(current)))
             )
     edges = [EdgeWrite(s, t, w, kind_of(s, t)) for (s, t), w in updates.items()]
     return Credit(edges, advantage, next_baseline)

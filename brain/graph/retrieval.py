@@ -41,7 +41,8 @@ from brain.graph.nodes import (
     insert_node,
     write_edges,
 )
-from brain.graph.seeding import Seeder, SeedQuery, hybrid_seeds, vector_seeds
+from brain.graph.safeguard import bounded_order
+from brain.graph.seeding import Seeder, SeedQuery, hybrid_seeds, positive_prior, vector_seeds
 from brain.graph.traces import Trace, find_trace, mark_learned, save_trace
 from brain.graph.traverse import TraverseOptions, traverse
 from brain.store.connection import Store
@@ -124,9 +125,10 @@ def run_query(
     traversal = traverse(seeds, graph.neighbours, options, blocked)
     traverse_ms = (time.perf_counter() - started) * 1000
     nodes = get_nodes(store, list(traversal.fired) + [n for n, _ in seeds])
-    fired = [
-        _fired(nodes[n], a) for n, a in traversal.fired.items() if n in nodes and n not in blocked
-    ]
+    prior = graph.prior
+    matched = sorted(seeds, key=lambda s: -(s[1] - positive_prior(prior, s[0])))
+    order = bounded_order([n for n, _ in matched], list(traversal.fired))
+    fired = [_fired(nodes[n], traversal.fired[n]) for n in order if n in nodes and n not in blocked]
     context, shown = _context(fired, options.max_chars)
     shown_rows = [graph.by_public.get(f.id, -1) for f in shown]
     timings = {
@@ -229,13 +231,15 @@ def _fired(node: Node, score: float) -> FiredNode:
 
 
 def _context(fired: list[FiredNode], max_chars: int) -> tuple[str, list[FiredNode]]:
-    """The context block: authority first, then score; whole nodes within ``max_chars``.
+    """The context block: authority first, then the answer's order; whole nodes within
+    ``max_chars``.
 
     A node that does not fit is left out (the next smaller one may still fit); the
     first node is clipped rather than dropped, so a block is never empty when
     something fired.
     """
-    ordered = sorted(fired, key=lambda f: (AUTHORITY_RANK.get(f.authority, 9), -f.score))
+    # Stable: within an authority, the answer's order (``brain.graph.safeguard``).
+    ordered = sorted(fired, key=lambda f: AUTHORITY_RANK.get(f.authority, 9))
     parts: list[str] = []
     shown: list[FiredNode] = []
     used = 0
@@ -409,9 +413,14 @@ def learn(
             before = graph_epoch(store)
             result = _credit(store, graph, trace, outcome)
             if useful and result.advantage > 0:
-                result = replace(
-                    result, edges=_merge(result.edges, _associate(graph, trace, useful, result))
-                )
+                associated = _associate(graph, trace, useful, result)
+                # An edge that exists keeps its kind (a file's ``sequence`` edge stays one:
+                # the seeds' ranking reads a file's order from it).
+                kinds = _kinds_of(store, [(e.source, e.target) for e in associated])
+                associated = [
+                    replace(e, kind=kinds.get((e.source, e.target), e.kind)) for e in associated
+                ]
+                result = replace(result, edges=_merge(result.edges, associated))
             priors = _priors(graph, trace, useful)
             store.executemany(
                 "UPDATE nodes SET prior = ? WHERE id = ?", [(p, n) for n, p in priors.items()]
@@ -527,7 +536,12 @@ def _credit(
 
 
 def _edge_kinds(store: Store, trace: Trace) -> dict[tuple[int, int], str]:
-    pairs: list[Any] = [[s.source, s.target] for s in trace.steps]
+    return _kinds_of(store, [(s.source, s.target) for s in trace.steps])
+
+
+def _kinds_of(store: Store, edges: Sequence[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """The kinds of those of ``edges`` (source, target) that exist."""
+    pairs: list[Any] = [list(e) for e in edges]
     if not pairs:
         return {}
     rows = store.execute(

@@ -10,15 +10,16 @@ alone (what the graph seeded from before keywords, and what ``teach`` links a
 new node by). A better ranking (e.g. a learned ranker) replaces the function,
 nothing else.
 
-Learned priors are added after the fusion, in seed units: they reorder close
-candidates, they never lift a node the query does not match over one it does.
+Learned priors are added after the fusion, in seed units and only where positive
+(``positive_prior``): they reorder close candidates, they never lift a node the
+query does not match over one it does, and never push one down.
 
 Tested through the engine's ``query`` in ``tests/brain/graph/test_seeding.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -72,6 +73,16 @@ class Seeder(Protocol):
     ) -> list[tuple[int, float]]: ...
 
 
+def positive_prior(prior: Mapping[int, float], node: int) -> float:
+    """What a node's learned prior adds to its seed score: only a lift, never a cut.
+
+    A prior goes down when a node is shown and not used (``brain.graph.retrieval``),
+    but below zero it is not applied: learning promotes nodes with positive evidence,
+    it never demotes a node below what the query alone gives it.
+    """
+    return max(0.0, prior.get(node, 0.0))
+
+
 def vector_seeds(
     store: Store,
     graph: Graph | GraphState,
@@ -88,8 +99,8 @@ def vector_seeds(
     """
     prior = graph.prior if priors else {}
     seeds = [
-        (node, score + prior.get(node, 0.0))
-        for node, score in _nearest(store, graph, index, query.vector, query.k * 2, allowed)
+        (node, score + positive_prior(prior, node))
+        for node, score in vector_ranking(store, graph, index, query.vector, query.k * 2, allowed)
     ]
     seeds.sort(key=lambda s: -s[1])
     return seeds[: query.k]
@@ -112,19 +123,19 @@ def hybrid_seeds(
     if query.match is None:
         return vector_seeds(store, graph, index, query, allowed, priors=priors)
     pool = max(query.k * 3, POOL_MIN)
-    lexical = _keywords(store, graph, query.match, pool, allowed)
-    semantic = _nearest(store, graph, index, query.vector, pool, allowed)
+    lexical = keyword_ranking(store, graph, query.match, pool, allowed)
+    semantic = vector_ranking(store, graph, index, query.vector, pool, allowed)
     fused: dict[int, float] = {}
     for ranking, share in ((lexical, LEXICAL_WEIGHT), (semantic, 1.0 - LEXICAL_WEIGHT)):
         for (node, _), weight in zip(ranking, _scaled([s for _, s in ranking]), strict=True):
             fused[node] = fused.get(node, 0.0) + share * weight
     prior = graph.prior if priors else {}
-    seeds = [(node, SEED_SPAN * f + prior.get(node, 0.0)) for node, f in fused.items()]
+    seeds = [(node, SEED_SPAN * f + positive_prior(prior, node)) for node, f in fused.items()]
     seeds.sort(key=lambda s: -s[1])
     return seeds[: query.k]
 
 
-def _nearest(
+def vector_ranking(
     store: Store,
     graph: Graph | GraphState,
     index: VectorIndex,
@@ -141,7 +152,7 @@ def _nearest(
     return out
 
 
-def _keywords(
+def keyword_ranking(
     store: Store, graph: Graph | GraphState, match: str, n: int, allowed: Callable[[int], bool]
 ) -> list[tuple[int, float]]:
     """Up to ``n`` nodes by bm25 (higher is better), best first: nodes' own text and

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from brain.graph.mirror import Graph
     from brain.graph.nodes import NewNode
     from brain.graph.retrieval import LearnResult, QueryResult, TeachResult
+    from brain.graph.seeding import Seeder
     from brain.graph.sync import SyncIndexed, SyncReport
     from brain.graph.traverse import TraverseOptions
     from brain.results import EmbeddedQuery
@@ -77,6 +78,7 @@ class GraphService:
         summaries_only: bool = False,
         embedded: EmbeddedQuery | None = None,
         match: str | None = None,
+        seeder: Seeder | None = None,
     ) -> QueryResult:
         """Retrieve from the graph: seeds that best match ``text``, spread, trace (``record``).
 
@@ -85,7 +87,9 @@ class GraphService:
         (``Brain.embed_query``); otherwise it is embedded here, outside the lock.
         ``match``: ``text``'s FTS5 match expression (the recall layer builds it), so
         seeds come from keywords as well as vectors (``brain.graph.seeding``); None:
-        vectors alone.
+        vectors alone. ``seeder``: where the seeds come from (default
+        ``brain.graph.seeding.hybrid_seeds``; the recall layer passes its learned
+        ranking, ``brain.recall.search.node_ranking``).
         """
         from brain.graph.retrieval import run_query
         from brain.graph.traverse import TraverseOptions
@@ -114,6 +118,7 @@ class GraphService:
                 summaries_only=summaries_only,
                 write=self._access.write,
                 match=match,
+                **({} if seeder is None else {"seeder": seeder}),
             )
 
     def prepare_teach(self, node: NewNode, *, chat_id: str | None = None) -> NewNode:

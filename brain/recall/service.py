@@ -181,6 +181,7 @@ class RecallService:
         session never carries another session's conversation. ``embedded``: ``text``
         already embedded (``embed_query``); otherwise it is embedded here, outside the lock.
         """
+        from brain.recall.search.node_ranking import ranked_node_seeds
         from brain.recall.search.terms import fts_query
 
         return self._graph.query(
@@ -192,6 +193,7 @@ class RecallService:
             summaries_only=summaries_only,
             embedded=embedded,
             match=fts_query(text),
+            seeder=ranked_node_seeds,
         )
 
     def recall_text(self, session: str) -> str:

@@ -130,12 +130,16 @@ def test_end_to_end(tmp_path: Path) -> None:
     assert "full_text" in out.stderr
 
 
-def test_the_turn_file_has_one_section_per_turn_and_maps_its_heading_lines() -> None:
+def test_the_turn_file_has_one_section_per_turn_under_its_session_and_maps_its_heading_lines() -> (
+    None
+):
     turns = ev.turn_file(_sample())
     lines = turns.text.split("\n")
     assert sorted(turns.dia_at_line.values()) == ["D1:1", "D1:2", "D2:1"]
     for line_no, dia in turns.dia_at_line.items():
-        assert lines[line_no - 1].startswith(f"## {dia} (")
+        assert lines[line_no - 1] == f"### {dia}"
+    sessions = [line for line in lines if line.startswith("## ")]
+    assert len(sessions) == 2 and all(s.startswith("## Session ") for s in sessions)
     assert "Bob: Look at my garden! [image: a photo of red tulips]" in lines
 
 
@@ -153,6 +157,7 @@ def test_graph_modes_end_to_end(tmp_path: Path) -> None:
     result = json.loads(out.stdout)
     assert result["query"]["questions"] == 2  # the 1st and 3rd scored questions
     assert result["query"]["by_category"]["4"]["recall@5"] == 100.0
+    assert result["hybrid@graph_questions"]["questions"] == 2  # the same questions
     replay = result["query_learned"]["replay"]
     assert replay["replayed"] == 1
     assert result["query_learned"]["questions"] == 2
