@@ -30,7 +30,8 @@ skipped. Both counts are reported.
 Graph modes (``query``, ``query_learned``, ``query_learned:outcomes``,
 ``query_learned:corrections``) load each conversation into its own database by
 ``sync`` of a generated workspace file (a ``## Session N (date)`` section per
-session, a ``### <dia_id>`` section, so one chunk node, per turn) and rank the fired chunk nodes; see ``run_graph_mode``.
+session, a ``### <dia_id>`` section, so one chunk node, per turn) and rank the
+fired chunk nodes; see ``run_graph_mode``.
 They score the odd-numbered questions (1st, 3rd, ...) of each conversation; with any
 graph mode, ``hybrid@graph_questions`` is ranked hybrid grep on exactly those questions.
 

@@ -42,7 +42,7 @@ from brain.graph.nodes import (
     write_edges,
 )
 from brain.graph.safeguard import bounded_order
-from brain.graph.seeding import Seeder, SeedQuery, hybrid_seeds, positive_prior, vector_seeds
+from brain.graph.seeding import Seeder, SeedQuery, hybrid_seeds, vector_seeds
 from brain.graph.traces import Trace, find_trace, mark_learned, save_trace
 from brain.graph.traverse import TraverseOptions, traverse
 from brain.store.connection import Store
@@ -122,12 +122,16 @@ def run_query(
     seeds = seeder(
         store, graph, index, SeedQuery(text, vector, match, options.top_k), lambda n: not outside(n)
     )
-    traversal = traverse(seeds, graph.neighbours, options, blocked)
+    # What was learned lifts a seed up to the query's best match, never above it nor
+    # below the seed's own match: so no seed fires less, nor fails to fire, because of
+    # learning (brain.graph.safeguard).
+    best = max((s.match for s in seeds), default=0.0)
+    start = [(s.node, min(max(s.score, s.match), best)) for s in seeds]
+    traversal = traverse(start, graph.neighbours, options, blocked)
     traverse_ms = (time.perf_counter() - started) * 1000
-    nodes = get_nodes(store, list(traversal.fired) + [n for n, _ in seeds])
-    prior = graph.prior
-    matched = sorted(seeds, key=lambda s: -(s[1] - positive_prior(prior, s[0])))
-    order = bounded_order([n for n, _ in matched], list(traversal.fired))
+    nodes = get_nodes(store, list(traversal.fired) + [s.node for s in seeds])
+    matched = sorted(seeds, key=lambda s: -s.match)
+    order = bounded_order([s.node for s in matched], list(traversal.fired))
     fired = [_fired(nodes[n], traversal.fired[n]) for n in order if n in nodes and n not in blocked]
     context, shown = _context(fired, options.max_chars)
     shown_rows = [graph.by_public.get(f.id, -1) for f in shown]
@@ -155,7 +159,7 @@ def run_query(
         trace_id=trace_id,
         fired=shown,
         context=context,
-        seeds=[(nodes[n].id if n in nodes else public.get(n, str(n)), s) for n, s in seeds],
+        seeds=[(nodes[n].id if n in nodes else public.get(n, str(n)), s) for n, s, _ in seeds],
         inhibited=[public.get(n, str(n)) for n in traversal.inhibited],
         timings=timings,
     )
@@ -305,7 +309,7 @@ def teach(
         trace = find_trace(store, chat_id=chat_id)
     neighbours = [
         (node, score)
-        for node, score in vector_seeds(
+        for node, score, _ in vector_seeds(
             store, graph, index, SeedQuery(new.text, vector, None, CONNECT_K + 1), priors=False
         )
         if score >= CONNECT_MIN_SIMILARITY

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 import orjson
 
 from brain.graph.mirror import Graph
+from brain.graph.safeguard import bounded_order
 from brain.graph.states import GraphState
 from brain.store.connection import Store
 from brain.vectors.index import VectorIndex
@@ -58,6 +59,17 @@ class SeedQuery:
     k: int
 
 
+class Seed(NamedTuple):
+    """A seed: its node, its score, and the part of the score the query alone gives it."""
+
+    node: int
+    score: float
+    """What it starts the traversal with: the query's match and what was learned."""
+    match: float
+    """The query's match alone (no prior, nothing learned): the order learning may only
+    promote within (``brain.graph.safeguard``)."""
+
+
 class Seeder(Protocol):
     """A seed source: the ``query.k`` best nodes for ``query``, best first."""
 
@@ -70,7 +82,7 @@ class Seeder(Protocol):
         allowed: Callable[[int], bool],
         *,
         priors: bool = True,
-    ) -> list[tuple[int, float]]: ...
+    ) -> list[Seed]: ...
 
 
 def positive_prior(prior: Mapping[int, float], node: int) -> float:
@@ -83,6 +95,19 @@ def positive_prior(prior: Mapping[int, float], node: int) -> float:
     return max(0.0, prior.get(node, 0.0))
 
 
+def select(candidates: list[Seed], k: int) -> list[Seed]:
+    """The ``k`` seeds to start from, best score first, chosen within the learning bound.
+
+    By score (what was learned included), except that the query's own best by match
+    keep their places as ``brain.graph.safeguard.bounded_order`` keeps them: learning
+    never pushes a node the query matches well out of the seeds.
+    """
+    by_score = sorted(candidates, key=lambda s: -s.score)
+    by_match = sorted(candidates, key=lambda s: -s.match)
+    chosen = set(bounded_order([s.node for s in by_match], [s.node for s in by_score])[:k])
+    return [s for s in by_score if s.node in chosen]
+
+
 def vector_seeds(
     store: Store,
     graph: Graph | GraphState,
@@ -91,7 +116,7 @@ def vector_seeds(
     allowed: Callable[[int], bool] = lambda _node: True,
     *,
     priors: bool = True,
-) -> list[tuple[int, float]]:
+) -> list[Seed]:
     """The ``k`` nodes nearest the query by cosine, best first (summaries through their node).
 
     With ``priors`` each node's learned prior is added to its similarity; the search
@@ -99,11 +124,10 @@ def vector_seeds(
     """
     prior = graph.prior if priors else {}
     seeds = [
-        (node, score + positive_prior(prior, node))
+        Seed(node, score + positive_prior(prior, node), score)
         for node, score in vector_ranking(store, graph, index, query.vector, query.k * 2, allowed)
     ]
-    seeds.sort(key=lambda s: -s[1])
-    return seeds[: query.k]
+    return select(seeds, query.k)
 
 
 def hybrid_seeds(
@@ -114,7 +138,7 @@ def hybrid_seeds(
     allowed: Callable[[int], bool] = lambda _node: True,
     *,
     priors: bool = True,
-) -> list[tuple[int, float]]:
+) -> list[Seed]:
     """The ``k`` best nodes by keyword and vector rankings fused, best first.
 
     Without a match expression (a query of stop words or symbols) it is
@@ -130,9 +154,11 @@ def hybrid_seeds(
         for (node, _), weight in zip(ranking, _scaled([s for _, s in ranking]), strict=True):
             fused[node] = fused.get(node, 0.0) + share * weight
     prior = graph.prior if priors else {}
-    seeds = [(node, SEED_SPAN * f + positive_prior(prior, node)) for node, f in fused.items()]
-    seeds.sort(key=lambda s: -s[1])
-    return seeds[: query.k]
+    seeds = [
+        Seed(node, SEED_SPAN * f + positive_prior(prior, node), SEED_SPAN * f)
+        for node, f in fused.items()
+    ]
+    return select(seeds, query.k)
 
 
 def vector_ranking(
