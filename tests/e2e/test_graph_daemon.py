@@ -72,3 +72,22 @@ def test_assemble_with_recall_on_shows_the_graph_block_over_the_protocol(
     assert bad["error"]["code"] == -32602
     code, _ = daemon.finish()
     assert code == 0
+
+
+def test_a_synced_chat_log_is_ranked_by_the_learned_node_stage_over_the_protocol(
+    db_path: Path, spawn: Spawn, tmp_path: Path
+) -> None:
+    from tests.brain.recall.search.test_node_ranking import chat_log
+
+    chat_log(tmp_path / "ws")
+    daemon = spawn(serve_argv(db_path))
+    daemon.call(1, "sync", {"workspace": str(tmp_path / "ws")})
+    options = {"top_k": 20, "threshold": 0.001, "max_hops": 0, "max_fired": 20}
+    for i, (day, heading) in enumerate([("8 May 2023", "### D2:2"), ("20 June 2023", "### D1:2")]):
+        found = daemon.call(
+            2 + i, "query", {"query": f"What did Caroline repaint on {day}?", **options}
+        )["result"]
+        turns = [n for n in found["nodes"] if "boathouse" in n["text"]]
+        assert turns[0]["text"].startswith(heading)
+    code, _ = daemon.finish()
+    assert code == 0
