@@ -139,7 +139,8 @@ def test_the_turn_file_has_one_section_per_turn_under_its_session_and_maps_its_h
     for line_no, dia in turns.dia_at_line.items():
         assert lines[line_no - 1] == f"### {dia}"
     sessions = [line for line in lines if line.startswith("## ")]
-    assert len(sessions) == 2 and all(s.startswith("## Session ") for s in sessions)
+    assert len(sessions) == 2
+    assert all(s.startswith("## Session ") for s in sessions)
     assert "Bob: Look at my garden! [image: a photo of red tulips]" in lines
 
 

@@ -78,6 +78,7 @@ def test_failures_weaken_edges_to_nothing_but_never_make_one_inhibit_a_matching_
         fresh_brain.query("deploy checklist", chat_id="c", options=options)
         fresh_brain.learn(-1.0, chat_id="c")
     weights = [float(r[0]) for r in fresh_brain.store.execute("SELECT weight FROM edges")]
-    assert weights and min(weights) >= 0.0
+    assert weights
+    assert min(weights) >= 0.0
     after = {f.id for f in fresh_brain.query("deploy checklist", options=options).fired}
     assert seeds <= after
