@@ -7,8 +7,10 @@ nodes' keyword ranking (bm25 over ``nodes_fts`` and, for summary nodes,
 ``summaries_fts``) with their vector ranking, each scaled by its best score and weighted as
 hybrid grep's ``weighted`` fusion weighs them; ``vector_seeds`` is the vector ranking
 alone (what the graph seeded from before keywords, and what ``teach`` links a
-new node by). A better ranking (e.g. a learned ranker) replaces the function,
-nothing else.
+new node by). A better ranking replaces the function, nothing else: the engine
+passes the recall layer's learned node stage (``brain.recall.search.node_ranking``).
+Every seed carries its ``match`` (the query's alone) beside its score, and ``select``
+picks the ``k`` seeds within the learning bound (``brain.graph.safeguard``).
 
 Learned priors are added after the fusion, in seed units and only where positive
 (``positive_prior``): they reorder close candidates, they never lift a node the
