@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from brain.progress import Progress
     from brain.progress import ignore as ignore_progress
     from brain.providers.llm import ChatClient, LLMConfig
-    from brain.recall.search import GrepOptions, GrepScope, ranking
+    from brain.recall.search import GrepOptions, GrepScope, node_ranking, ranking
     from brain.recall.search import Mode as GrepMode
     from brain.results import SaveResult
     from brain.store.connection import Store, open_store
@@ -150,12 +150,14 @@ _WHERE: dict[str, str] = {
     "ignore_progress": "brain.progress:ignore",
     "insert_node": "brain.graph.nodes",
     "ivf_default_nprobe": "brain.vectors.ann:default_nprobe",
+    "node_ranking": "brain.recall.search.node_ranking:",
     "open_store": "brain.store.connection",
     "ranking": "brain.recall.search:ranking",
     "session_conversation": "brain.lcm.context:conversation",
     "teach_text": "brain.graph.service",
 }
-"""Each public name and where it is defined: ``module`` or ``module:attribute``."""
+"""Each public name and where it is defined: ``module``, ``module:attribute``, or
+``module:`` (the module itself)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -163,8 +165,10 @@ def __getattr__(name: str) -> Any:
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'brain' has no attribute {name!r}")
-    module, _, attribute = where.partition(":")
-    value = getattr(importlib.import_module(module), attribute or name)
+    module, colon, attribute = where.partition(":")
+    imported = importlib.import_module(module)
+    # "package.module:" (nothing after the colon) is the module itself.
+    value = imported if colon and not attribute else getattr(imported, attribute or name)
     globals()[name] = value  # later accesses skip this hook
     return value
 
@@ -233,6 +237,7 @@ __all__ = [
     "ignore_progress",
     "insert_node",
     "ivf_default_nprobe",
+    "node_ranking",
     "offline_summarizer",
     "open_store",
     "ranking",

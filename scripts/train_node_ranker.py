@@ -38,8 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import eval_locomo as ev
 import train_ranker as tr
 
-from brain import Brain, NewNode, TraverseOptions
-from brain.recall.search import node_ranking
+from brain import Brain, NewNode, TraverseOptions, node_ranking
 
 
 class _Recorder:

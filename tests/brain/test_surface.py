@@ -78,6 +78,7 @@ SURFACE = [
     "ignore_progress",
     "insert_node",
     "ivf_default_nprobe",
+    "node_ranking",
     "offline_summarizer",
     "open_store",
     "ranking",
