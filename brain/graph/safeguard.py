@@ -40,7 +40,8 @@ def bounded_order(
     """
     out: list[int] = []
     taken: set[int] = set()
-    queue = [n for n in query_order if n in set(learned_order)]
+    present = set(learned_order)
+    queue = [n for n in query_order if n in present]
     qi = li = 0
     promoted = 0
     while len(out) < len(learned_order):

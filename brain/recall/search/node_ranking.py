@@ -223,8 +223,13 @@ def ranked_node_seeds(
         alone = model.score(query_only(x))
         scores = model.score(x) if priors else alone
         seeds = [
-            Seed(node, SEED_SPAN * _sigmoid(float(s)), SEED_SPAN * _sigmoid(float(a)))
-            for node, s, a in zip(pool.nodes, scores, alone, strict=True)
+            Seed(node, s, a)
+            for node, s, a in zip(
+                pool.nodes,
+                (SEED_SPAN * _sigmoid(scores)).tolist(),
+                (SEED_SPAN * _sigmoid(alone)).tolist(),
+                strict=True,
+            )
         ]
     # A taught node scores a share of the best candidate's score, by how well it
     # matches: on the candidates' scale, and below the best, since what it points at
@@ -361,8 +366,8 @@ def _first_of_each(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return out
 
 
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))
+def _sigmoid(x: Floats) -> Floats:
+    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(x, -30.0, 30.0))))
 
 
 def _group(info: dict[int, _Info], node: int) -> Any:
@@ -415,7 +420,13 @@ def _node_info(store: Store, nodes: list[int]) -> dict[int, _Info]:
         "FROM json_each(?) j JOIN nodes n ON n.id = j.value",
         (orjson.dumps(nodes).decode(),),
     )
-    return {int(r[0]): _Info(str(r[1]), r[2], r[3], r[4]) for r in rows}
+    return {int(r[0]): _info(str(r[1]), r[2], r[3], r[4]) for r in rows}
+
+
+@functools.lru_cache(maxsize=16_384)
+def _info(kind: str, content: str | None, source: str | None, heading: str | None) -> _Info:
+    """A node's ``_Info``, parsed once per text (candidates recur from query to query)."""
+    return _Info(kind, content, source, heading)
 
 
 @functools.lru_cache(maxsize=65_536)
