@@ -23,9 +23,10 @@ split (see its ``provenance``); the file lists its feature names and is refused
 grep's: node text is not message text (the speaker and headings are in it), and
 grep's features read messages (entities, sessions) that nodes do not have.
 
-Seed scores are ``SEED_SPAN x`` the model's probability that the node is what the
-query wants, plus the node's learned prior where positive
-(``brain.graph.seeding.positive_prior``). Every step costs O(pool): a handful of
+Seed scores are ``SEED_SPAN + 0.1 x ln(probability)`` (``_seed_scores``): with the
+traversal's temperature a seed's activation is its probability over the best seed's.
+Each seed also carries its ``match``, the same with the learned features at 0, which
+the learning safeguard (``brain.graph.safeguard``) protects. Every step costs O(pool): a handful of
 statements over the candidates, never a pass over the graph.
 
 The recall layer hands this seeder to the graph (``run_query(..., seeder=)``): the
@@ -75,8 +76,11 @@ POOL: Final = 100
 
 _SPEAKER: Final = regex.compile(r"^\s*(\p{Lu}[\p{L}\p{N}.'\-]*(?: \p{Lu}[\p{L}\p{N}.'\-]*)?):\s")
 """A chat log's line: ``Caroline: ...`` (one or two capitalised words, then a colon)."""
+SEED_TEMPERATURE: Final = 0.1
+"""The traversal's default temperature: seed scores are its multiples of ln(probability)."""
 TAUGHT_SHARE: Final = 0.25
-"""A taught node's seed score, as a share of the best candidate's (times its match)."""
+"""A taught node's likelihood, as a share of the best candidate's (times its match)."""
+_LN_SHARE: Final = math.log(TAUGHT_SHARE)
 _SOURCE_KINDS: Final = frozenset({"chunk", "summary"})
 """What the model ranks: text from the workspace and the conversations, not taught nodes."""
 _HEADING_LINE: Final = regex.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
@@ -113,7 +117,7 @@ class NodePool:
     summary: Floats
     """1 for summary nodes."""
     taught: list[tuple[int, float]]
-    """The taught nodes the rankings found and their seed scores, outside the pool."""
+    """The taught nodes the rankings found and their match shares (0..1), outside the pool."""
     prior: Floats
     """The node's learned prior where positive (learning promotes, never demotes)."""
     taught_link: Floats
@@ -211,9 +215,9 @@ def ranked_node_seeds(
 ) -> list[Seed]:
     """The ``query.k`` best nodes by the learned ranking stage, best first.
 
-    Scores are ``SEED_SPAN x`` the model's probability; their ``match`` the same
-    with the learned features at 0 (``query_only``), and so the score too without
-    ``priors``. Taught nodes score their keyword and vector match.
+    Scores come from the model's probability (``_seed_scores``); their ``match`` the
+    same with the learned features at 0 (``query_only``), and so the score too without
+    ``priors``. Taught nodes score by their keyword and vector match.
     """
     pool = node_pool(store, graph, index, query, allowed)
     seeds: list[Seed] = []
@@ -226,27 +230,23 @@ def ranked_node_seeds(
             Seed(node, s, a)
             for node, s, a in zip(
                 pool.nodes,
-                (SEED_SPAN * _sigmoid(scores)).tolist(),
-                (SEED_SPAN * _sigmoid(alone)).tolist(),
+                _seed_scores(scores).tolist(),
+                _seed_scores(alone).tolist(),
                 strict=True,
             )
         ]
-    # A taught node scores a share of the best candidate's score, by how well it
-    # matches: on the candidates' scale, and below the best, since what it points at
-    # is weighed by the model already (``taught_link``); spreading it at full strength
-    # as well cost LoCoMo dev query_learned R@10 (share 1: 80.5, 0.5: 80.9, 0.25: 81.2).
-    # Among taught nodes alone (a graph of teachings), their match orders them.
-    best = max((s.score for s in seeds), default=SEED_SPAN / TAUGHT_SHARE)
-    best_match = max((s.match for s in seeds), default=SEED_SPAN / TAUGHT_SHARE)
+    # A taught node counts as TAUGHT_SHARE x its match share as likely as the best
+    # candidate (its activation, with the default temperature): below the best, since
+    # what it points at is weighed by the model already (``taught_link``); seeded at
+    # full strength as well, its spreading crowded the top (LoCoMo dev query_learned
+    # R@10, measured on the earlier probability scale: share 1 80.5, 0.5 80.9, 0.25
+    # 81.2). Among taught nodes alone (a graph of teachings), their match orders them.
+    best = max((s.score for s in seeds), default=SEED_SPAN - SEED_TEMPERATURE * _LN_SHARE)
+    best_match = max((s.match for s in seeds), default=SEED_SPAN - SEED_TEMPERATURE * _LN_SHARE)
     prior = graph.prior if priors else {}
-    seeds += [
-        Seed(
-            node,
-            TAUGHT_SHARE * best * f / SEED_SPAN + positive_prior(prior, node),
-            TAUGHT_SHARE * best_match * f / SEED_SPAN,
-        )
-        for node, f in pool.taught
-    ]
+    for node, f in pool.taught:
+        lift = SEED_TEMPERATURE * (_LN_SHARE + math.log(max(f, 1e-6)))
+        seeds.append(Seed(node, best + lift + positive_prior(prior, node), best_match + lift))
     return select(seeds, query.k)
 
 
@@ -298,7 +298,7 @@ def node_pool(
     for node, score in taught_scores:
         for target, weight in graph.neighbours(node).items():
             if weight > 0 and graph.kind.get(target) in _SOURCE_KINDS and allowed(target):
-                linked[target] = max(linked.get(target, 0.0), score / SEED_SPAN * weight)
+                linked[target] = max(linked.get(target, 0.0), score * weight)
     for node in linked:
         fused.setdefault(node, 0.0)  # what a taught node points at is a candidate
     newcomers = [n for n in fused if n not in base]
@@ -341,8 +341,8 @@ def node_pool(
 def _taught_scores(
     taught: set[int], lexical: list[tuple[int, float]], semantic: list[tuple[int, float]]
 ) -> list[tuple[int, float]]:
-    """Taught nodes' seed scores: their keyword and vector scores as shares of the
-    pool's best (at most 1), fused as hybrid grep fuses them, in seed units."""
+    """Taught nodes' match shares: their keyword and vector scores as shares of the
+    pool's best (at most 1), fused as hybrid grep fuses them."""
     if not taught:
         return []
     out: dict[int, float] = {}
@@ -352,7 +352,7 @@ def _taught_scores(
         for node, score in ranking:
             if node in taught and high > 0:
                 out[node] = out.get(node, 0.0) + part * min(1.0, max(0.0, score / high))
-    return [(node, SEED_SPAN * f) for node, f in out.items()]
+    return list(out.items())
 
 
 def _first_of_each(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -366,8 +366,18 @@ def _first_of_each(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return out
 
 
-def _sigmoid(x: Floats) -> Floats:
-    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(x, -30.0, 30.0))))
+def _seed_scores(log_odds: Floats) -> Floats:
+    """Seed scores from the model's log-odds: ``SEED_SPAN + 0.1 x ln(probability)``.
+
+    With the traversal's temperature (0.1) a seed's activation is then its probability
+    over the best seed's: it fires (threshold 0.2) when at least a fifth as likely to be
+    what the query wants. (The probability itself, times SEED_SPAN, squeezed a small
+    graph's candidates together near 0, and all of them fired. LoCoMo dev R@10 query /
+    query_learned: probability 80.4 / 81.5, this 80.4 / 81.8, half of it 80.7 / 81.4.)
+    Very unlikely candidates score below 0: without a temperature they never fire.
+    """
+    log_p = -np.logaddexp(0.0, -log_odds)  # ln(sigmoid), without overflow
+    return np.asarray(SEED_SPAN + SEED_TEMPERATURE * log_p)
 
 
 def _group(info: dict[int, _Info], node: int) -> Any:
