@@ -176,7 +176,9 @@ def test_a_request_past_the_provider_deadline_gets_its_fallback_or_error(
     assert "[u1]" in answer["answer"]
     error = answers["g"]["error"]
     assert error["code"] == -32007
-    assert "did not answer within 1s" in error["message"]
+    # Either deadline may fire first, the daemon's or the HTTP client's own (the
+    # same 1 s): both name it, and both are the same error to the caller.
+    assert "within 1s" in error["message"] or "within its 1s deadline" in error["message"]
     assert error["data"]["deadline_s"] == 1
 
 
