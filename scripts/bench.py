@@ -3243,6 +3243,13 @@ TARGETS: Final[tuple[Target, ...]] = (
     ),
     Target("graph", "nodes_50000.query_p50_ms", "<=", 20, "with --graph-nodes ...,50000"),
     Target(
+        "peers",
+        "openclawbrain.nodes_5000.query_p50_ms.speedup",
+        ">=",
+        100,
+        "openclawbrain's query round trip p50 over brain's, both through their daemons",
+    ),
+    Target(
         "sweep",
         "per_message_ratio_100k_vs_5k",
         "<=",
