@@ -51,6 +51,14 @@ write lock (the daemon's ``shutdown_timeout_s`` is 2 s); ``unread`` is the
 peak RSS of a daemon whose client sends 3,000 and 30,000 ``assemble``
 requests (~90 kB answers) and reads nothing until the memory stops growing.
 
+``peers`` runs only when named in ``--only``, once: brain and openclawbrain
+12.2.6 (installed from PyPI into a virtualenv cached under ``~/.cache/brain-bench``)
+on the same generated graph at ``--peer-nodes`` (default 1,000 and 5,000; about
+1.5 minutes on 2 shared cores, mostly the peer), both through their stdio daemons,
+each request sent to one then the other. Figures are ``{"ours", "peer",
+"speedup"}`` (peer / ours) under ``peers.openclawbrain.nodes_N``; when the peer
+cannot be installed the entry has ``skipped`` with the reason and the run succeeds.
+
 Everything happens in a temporary directory with fresh databases; daemons are
 started with ``python -m daemon`` from this interpreter and are always reaped,
 even when a benchmark fails. A failing benchmark is reported as
