@@ -2792,8 +2792,7 @@ def _build_peer_state(python: Path, graph: PeerGraph, state: Path) -> None:
 
 def _build_ours(db: Path, graph: PeerGraph) -> None:
     """The same nodes and edges in a brain database, every node embedded (hash, 256)."""
-    from brain import NewNode, insert_node
-    from brain.vectors.embedders import HashEmbedder
+    from brain import HashEmbedder, NewNode, insert_node
 
     brain = Brain(db, BrainConfig(compaction=CompactionConfig(auto=False)), embedder=HashEmbedder())
     try:
