@@ -341,6 +341,27 @@ def wait_for_entities(client: Client, timeout_s: float = 900.0) -> float:
     return time.perf_counter() - started
 
 
+def grep_params(mode: str, question: Question) -> dict[str, Any]:
+    """The grep request for ``question`` in ``mode`` (see ``run_mode`` for the options).
+
+    A named fusion turns the ranking stage off: the stage reads the weighted
+    fusion's scores and replaces its order, so with it on every fusion ranks alike.
+    """
+    mode, _, option = mode.partition(":")
+    params: dict[str, Any] = {
+        "query": question.question,
+        "mode": mode,
+        "session": question.sample_id,
+        "scope": "messages",
+        "limit": LIMIT,
+    }
+    if option in ("rrf", "weighted"):
+        params["fusion"] = option
+    if option in ("rrf", "weighted", "norank"):
+        params["rank"] = False
+    return params
+
+
 def run_mode(client: Client, mode: str, questions: Sequence[Question]) -> dict[str, Any]:
     """Grep every question in ``mode`` and score it; ``{"error": ...}`` if the mode is refused.
 
@@ -348,23 +369,11 @@ def run_mode(client: Client, mode: str, questions: Sequence[Question]) -> dict[s
     (both without the ranking stage's order, which replaces the fusion's), or turn the
     ranking stage off: ``hybrid:norank``, ``full_text:norank``.
     """
-    mode, _, option = mode.partition(":")
-    fusion = option if option in ("rrf", "weighted") else ""
     rows: list[dict[str, float]] = []
     failed = 0
     started = time.perf_counter()
     for i, q in enumerate(questions):
-        params = {
-            "query": q.question,
-            "mode": mode,
-            "session": q.sample_id,
-            "scope": "messages",
-            "limit": LIMIT,
-        }
-        if fusion:
-            params["fusion"] = fusion
-        if option == "norank":
-            params["rank"] = False
+        params = grep_params(mode, q)
         try:
             result = client.call("grep", params)
         except RPCError as exc:

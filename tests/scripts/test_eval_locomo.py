@@ -101,6 +101,19 @@ def test_scoring() -> None:
     assert s["session_recall@5"] == 1.0
 
 
+def test_a_named_fusion_is_measured_without_the_ranking_stage_that_would_replace_its_order() -> (
+    None
+):
+    q = ev.Question("conv-x", "where did Ann go?", "4", ("D1:1",))
+    rrf = ev.grep_params("hybrid:rrf", q)
+    assert (rrf["mode"], rrf["fusion"], rrf["rank"]) == ("hybrid", "rrf", False)
+    assert ev.grep_params("hybrid:norank", q)["rank"] is False
+    assert "fusion" not in ev.grep_params("hybrid:norank", q)
+    ranked = ev.grep_params("hybrid", q)
+    assert "rank" not in ranked  # the daemon's default: ranked
+    assert (ranked["session"], ranked["scope"]) == ("conv-x", "messages")
+
+
 def test_end_to_end(tmp_path: Path) -> None:
     data = tmp_path / "d.json"
     data.write_text(json.dumps([_sample()]))
