@@ -4,34 +4,18 @@ peer cannot be installed, and one small real run against openclawbrain's daemon.
 from __future__ import annotations
 
 import collections
-import importlib.util
 import io
 import json
 import os
-import sys
 from contextlib import redirect_stdout
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests import ROOT
+from tests.scripts import load_script
 
-SCRIPT = ROOT / "scripts" / "bench.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load_script("bench")
 
 FIGURES = (
     "startup_ms",

@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from tests import ROOT
+from tests.scripts import load_script
 
 SCRIPT = ROOT / "scripts" / "eval_locomo.py"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_locomo", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["eval_locomo"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ev = _load()
+ev = load_script("eval_locomo")
 
 
 def _sample() -> dict[str, object]:

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from tests import ROOT
+from tests.scripts import load_script
 
 SCRIPT = ROOT / "scripts" / "eval_summaries.py"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_summaries", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["eval_summaries"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ev = _load()
+ev = load_script("eval_summaries")
 
 FILLER = [
     "Haha, that's great, I really love hearing about your week, it sounds lovely!",
