@@ -13,7 +13,10 @@ messages, and orders it with a small logistic regression of its own:
   the analogue of a message's day: the section's best scores and its rank;
 - its length, the speaker when its first line reads ``Name: ...`` (a chat log), and
   the date its heading path names (``## Session 3 (8 May, 2023)``) against the
-  query's time expressions (``brain.recall.search.when``).
+  query's time expressions (``brain.recall.search.when``);
+- whether its text (after the ``Name:`` prefix) asks a question, and whether the
+  chunk before it does, as grep's ``asks`` / ``previous_asks``: a turn that asks is
+  rarely the evidence, the answer after a question often is.
 
 So a conversation kept as a workspace file, a heading per session and one per turn,
 is ranked as grep ranks its messages. The weights ship in ``node_ranker.json``
@@ -112,6 +115,10 @@ class NodePool:
     length: Floats
     """Characters of the text, headings left out."""
     speaker: list[str | None]
+    asks: Floats
+    """1 when the text (after the speaker's prefix) holds a "?"."""
+    previous_asks: Floats
+    """1 when the chunk before it along ``sequence`` edges asks (in the pool or not)."""
     day: list[str]
     """The date (ISO) the heading path names, or ""."""
     summary: Floats
@@ -191,6 +198,8 @@ FEATURES: Final[tuple[tuple[str, Feature], ...]] = (
     ("date_match", _date_match),
     ("dated_query", lambda p: np.full(len(p.nodes), 1.0 if _intervals(p) else 0.0)),
     ("summary", lambda p: p.summary),
+    ("asks", lambda p: p.asks),
+    ("previous_asks", lambda p: p.previous_asks),
     ("prior", lambda p: p.prior),
     ("taught_link", lambda p: p.taught_link),
 )
@@ -307,7 +316,9 @@ def node_pool(
         before.update(more_before)
         after.update(more_after)
     nodes = sorted(fused, key=lambda n: -fused[n])
-    info = _node_info(store, nodes)
+    # The chunks before the candidates are read too: ``previous_asks`` needs their
+    # text whether or not they made the pool.
+    info = _node_info(store, nodes + [before[n] for n in nodes if n in before])
     position = {n: i for i, n in enumerate(nodes)}
     neighbour = np.array(
         [[position.get(before.get(n, -1), -1), position.get(after.get(n, -1), -1)] for n in nodes],
@@ -333,6 +344,10 @@ def node_pool(
         section=section,
         length=np.array([info[n].length if n in info else 0.0 for n in nodes]),
         speaker=[info[n].speaker if n in info else None for n in nodes],
+        asks=np.array([1.0 if n in info and info[n].asks else 0.0 for n in nodes]),
+        previous_asks=np.array(
+            [1.0 if before.get(n) in info and info[before[n]].asks else 0.0 for n in nodes]
+        ),
         day=[info[n].day if n in info else "" for n in nodes],
         summary=np.array([1.0 if n in info and info[n].summary else 0.0 for n in nodes]),
     )
@@ -402,9 +417,9 @@ def _sequence(store: Store, nodes: list[int]) -> tuple[dict[int, int], dict[int,
 
 
 class _Info:
-    """What the features read of a node: its section, length, speaker, date, kind."""
+    """What the features read of a node: its section, length, speaker, question, date, kind."""
 
-    __slots__ = ("day", "group", "length", "speaker", "summary")
+    __slots__ = ("asks", "day", "group", "length", "speaker", "summary")
 
     def __init__(
         self, kind: str, content: str | None, source: str | None, heading: str | None
@@ -418,6 +433,8 @@ class _Info:
         self.length = float(sum(len(line) for line in body))
         first = _SPEAKER.match(body[0]) if body else None
         self.speaker = first.group(1) if first else None
+        text = "\n".join(body)
+        self.asks = "?" in (text[first.end() :] if first else text)
         parent = (heading or "").rpartition(" > ")[0]
         self.group: Any = (source, parent) if kind == "chunk" and source else None
         self.day = _heading_date(heading or "")

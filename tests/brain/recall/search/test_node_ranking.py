@@ -48,6 +48,29 @@ def test_of_two_turns_saying_the_same_the_one_under_the_session_of_the_querys_da
     assert _turn_lines(fresh_brain, "What did Caroline repaint on 20 June 2023?")[0] == june
 
 
+@pytest.mark.parametrize("question_first", [True, False])
+def test_of_two_turns_with_the_same_words_the_statement_outranks_the_question(
+    fresh_brain: Brain, tmp_path: Path, question_first: bool
+) -> None:
+    # The same words twice, once asked and once said, in either order: the turn that
+    # asks is rarely the evidence (the ``asks`` feature), whichever comes first.
+    asked = "Caroline: the boathouse door got repainted in bright teal?"
+    said = "Caroline: the boathouse door got repainted in bright teal."
+    pair = [asked, said] if question_first else [said, asked]
+    turns = ["Melanie: Morning.", pair[0], "Melanie: Oh.", pair[1], "Melanie: Bye."]
+    lines = ["# Chat", "", "## Session 1 (3:00 pm on 20 June, 2023)", ""]
+    for i, text in enumerate(turns):
+        lines += [f"### D1:{i + 1}", text, ""]
+    memory = tmp_path / "ws" / "memory"
+    memory.mkdir(parents=True)
+    (memory / "chat.md").write_text("\n".join(lines))
+    fresh_brain.sync(tmp_path / "ws")
+    fired = fresh_brain.query("boathouse door repainted teal", options=SEEDS_ONLY, record=False)
+    texts = [f.text for f in fired.fired if "boathouse" in f.text]
+    assert len(texts) == 2
+    assert texts[0].rstrip().endswith("teal.")
+
+
 def test_the_shipped_node_model_fits_the_features_and_a_mismatched_file_is_refused(
     tmp_path: Path,
 ) -> None:
