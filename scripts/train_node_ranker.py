@@ -9,13 +9,19 @@ graph modes do (a workspace file, a heading per session and one per turn, so one
 chunk node per turn). Then, in-process, every question's node pool and feature
 matrix (``brain.recall.search.node_ranking``) are recorded as the engine's
 ``query`` builds them, labelled 1 where the node is one of its evidence turns. The
-logistic regression is ``scripts/train_ranker.py``'s (L2 1.0, standardised
+logistic regression (L2 1.0 as ``scripts/train_ranker.py``'s, standardised
 features, Newton's method): trained on four conversations and scored on the fifth,
 in every rotation (the cross-validated figure), the same with the training labels
 shuffled within each question (the control), and finally fitted on all of dev and
 written to ``brain/recall/search/node_ranker.json`` with the data's provenance
 (unless ``--no-write``). Figures are given for all questions and for the ones the
 graph modes of the eval score (the odd-numbered of each conversation).
+
+The fit is pointwise (``fit``), not grep's listwise one (``train_ranker.fit``): a
+seed's score is read as a probability (``node_ranking._seed_scores``), so the model's
+output must be calibrated log-odds. Scores from the listwise fit are relative only:
+a small graph's candidates all came out near certain and fired together (a synced
+file's one matching chunk was no longer the first answer).
 
 Only the dev split is used; nothing is searched over.
 """
@@ -64,6 +70,37 @@ class _Recorder:
     def __exit__(self, *_: object) -> None:
         node_ranking.features = self.build  # type: ignore[assignment]
         node_ranking.load_model = self.shipped  # type: ignore[assignment]
+
+
+def fit(pools: Sequence[tr.Pool]) -> dict[str, Any]:
+    """A pointwise logistic regression on the pools' rows: mean, scale, weights, bias.
+
+    Calibrated (the bias is fitted and not shrunk), since seed scores read it as a
+    probability; see the module's docstring.
+    """
+    x = np.vstack([p.x for p in pools if len(p.ids)])
+    y = np.concatenate([p.y for p in pools if len(p.ids)])
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = np.column_stack([(x - mean) / scale, np.ones(len(x))])
+    w = np.zeros(z.shape[1])
+    penalty = np.full(z.shape[1], tr.L2)
+    penalty[-1] = 0.0  # the bias is not shrunk
+    for _ in range(25):
+        p = 1.0 / (1.0 + np.exp(-(z @ w)))
+        grad = z.T @ (p - y) + penalty * w
+        hess = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return {
+        "mean": mean.tolist(),
+        "scale": scale.tolist(),
+        "weights": w[:-1].tolist(),
+        "bias": float(w[-1]),
+    }
 
 
 def _open(sample: dict[str, Any], where: Path) -> tuple[Brain, ev.TurnFile, dict[int, int]]:
@@ -140,7 +177,7 @@ def collect(
             for q in (q for q in questions if q.sample_id == sample_id):
                 fresh.append(_pool(rec, engine, turns, line_of, q))
             engine.close()
-    base = _model(tr.fit(fresh))
+    base = _model(fit(fresh))
     learned: list[tr.Pool] = []
     with _Recorder() as rec:
         for sample in samples:
@@ -176,7 +213,7 @@ def cross_validate(
         train = [p for p in pools if p.question.sample_id != held]
         if shuffled:
             train = [tr.Pool(p.question, p.ids, p.x, rng.permutation(p.y)) for p in train]
-        model = tr.fit(train)
+        model = fit(train)
         test = [i for i, p in enumerate(pools) if p.question.sample_id == held]
         for i, row in zip(test, tr.evaluate([pools[i] for i in test], model), strict=True):
             rows[i] = row
@@ -189,7 +226,7 @@ def figures(fresh: Sequence[tr.Pool], learned: Sequence[tr.Pool]) -> dict[str, A
     in a fresh graph (``query``) and after a replay (``query_learned``), for the questions
     the eval's graph modes score (the odd-numbered of each conversation)."""
     graph = {id(q) for q in ev.graph_questions([p.question for p in fresh])}
-    model = tr.fit(list(fresh) + list(learned))
+    model = fit(list(fresh) + list(learned))
     cv = cross_validate(fresh, learned)
     control = cross_validate(fresh, learned, shuffled=True)
     rows = {
