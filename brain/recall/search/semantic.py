@@ -35,7 +35,16 @@ def semantic_search(store: Store, options: GrepOptions, nearest: Nearest) -> lis
     if options.scope == "files":
         return semantic_files(store, options, ranked)
     wanted = [(k, r) for k, r, _ in ranked if options.scope in ("both", k + "s")]
-    found = _resolve(store, options, wanted)
+    found: dict[tuple[str, int], Hit] = {}
+    if options.conversations is None and not options.since and not options.before:
+        # Unfiltered, the nearest ``limit`` are nearly always the answer: read their
+        # rows (content for the snippet) first, the over-fetch only if some are
+        # suppressed (a ranked grep asks for 100 of 432: a third of the reads).
+        found = _resolve(store, options, wanted[: options.limit])
+        if len(found) < options.limit:
+            found |= _resolve(store, options, wanted[options.limit :])
+    else:
+        found = _resolve(store, options, wanted)
     hits = []
     for kind, row_id, score in ranked:
         hit = found.get((kind, row_id))
