@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import apsw
@@ -101,6 +102,20 @@ def test_a_suppressed_summary_disappears_from_assemble_grep_and_describe(tmp_pat
         assert brain.describe(summary_id, session="s", include_suppressed=True)["id"] == summary_id
     finally:
         brain.close()
+
+
+def test_an_unscoped_semantic_grep_whose_nearest_are_suppressed_fills_its_limit_with_the_next(
+    fresh_brain: Brain,
+) -> None:
+    # The nearest ``limit`` rows are read first and the over-fetch only when some
+    # are filtered out: suppressing the best three must bring the next three.
+    fresh_brain.ingest("s", _turns(10, secret_at=-1))
+    fresh_brain.embed_pending(100)
+    options = GrepOptions("status update build pipeline", mode="semantic", limit=3)
+    ranked = [h.id for h in fresh_brain.grep(replace(options, limit=6))]
+    assert [h.id for h in fresh_brain.grep(options)] == ranked[:3]
+    assert sorted(fresh_brain.suppress(ranked[:3], session="s").changed) == sorted(ranked[:3])
+    assert [h.id for h in fresh_brain.grep(options)] == ranked[3:]
 
 
 def test_ids_outside_the_session_are_not_found_and_change_nothing(fresh_brain: Brain) -> None:
