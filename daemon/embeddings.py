@@ -14,6 +14,8 @@ lock, and it has its own limiter, so it never takes the threads requests use.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 
 from brain import Brain, BrainError
@@ -39,9 +41,8 @@ class Embeddings:
         self.settle_s = settle_s
         self.max_wait_s = max_wait_s
         self.embedded = 0
-        self._last_error: str | None = None
-        self._entities_error: str | None = None
-        self._rollups_error: str | None = None
+        self._errors: dict[str, str | None] = {}
+        """The last error of each queue (``_drain``'s ``what``), None once it drained."""
         self._limiter = anyio.CapacityLimiter(1)
         self._wake = anyio.Event()
         self._last_request = 0.0
@@ -57,47 +58,43 @@ class Embeddings:
         self._stopped = True
         self._wake.set()
 
-    async def _index_entities(self) -> None:
-        """Drain the entity index's queue (``Brain.index_entities``), one batch a turn
-        so a stop is never held up long."""
+    async def _drain(
+        self,
+        what: str,
+        step: Callable[[], int],
+        *,
+        abandon_on_cancel: bool = False,
+        counted: bool = False,
+    ) -> None:
+        """Run ``step`` (one batch of a queue, returning the rows it took) until it takes none.
+
+        Background work must never end the daemon: a failure is logged, once per
+        distinct error (a provider that stays down, or another process owning the
+        index with another embedder, would otherwise log the same line every
+        ``every_s``), and the queue is tried again on the next turn. ``counted``: the
+        rows add to ``embedded``.
+        """
         try:
             while not self._stopped:
                 n = await anyio.to_thread.run_sync(
-                    self.brain.index_entities, 1, limiter=self._limiter
+                    step, limiter=self._limiter, abandon_on_cancel=abandon_on_cancel
                 )
                 if n == 0:
                     break
-            self._entities_error = None
-        except Exception as exc:  # background work must never end the daemon
-            if repr(exc) != self._entities_error:  # said once per distinct error
+                if counted:
+                    self.embedded += n
+            self._errors[what] = None
+        except Exception as exc:
+            if repr(exc) != self._errors.get(what):
+                # An engine error is expected (a provider down) and says enough;
+                # anything else is a bug and needs its traceback.
                 expected = isinstance(exc, BrainError)
                 log.warning(
-                    "background entity indexing failed",
+                    f"background {what} failed",
                     error=repr(exc),
                     exc_info=None if expected else exc,
                 )
-            self._entities_error = repr(exc)
-
-    async def _refresh_rollups(self) -> None:
-        """Refresh the rollups of leaves queued since the last turn
-        (``Brain.refresh_rollups``), one batch a turn so a stop is never held up long."""
-        try:
-            while not self._stopped:
-                report = await anyio.to_thread.run_sync(
-                    self.brain.refresh_rollups, 1, limiter=self._limiter
-                )
-                if report.leaves == 0:
-                    break
-            self._rollups_error = None
-        except Exception as exc:  # background work must never end the daemon
-            if repr(exc) != self._rollups_error:  # said once per distinct error
-                expected = isinstance(exc, BrainError)
-                log.warning(
-                    "background rollup refresh failed",
-                    error=repr(exc),
-                    exc_info=None if expected else exc,
-                )
-            self._rollups_error = repr(exc)
+            self._errors[what] = repr(exc)
 
     async def run(self) -> None:
         """Loop until cancelled or stopped, draining the queue when woken or periodically."""
@@ -105,35 +102,16 @@ class Embeddings:
             await until_quiet(
                 lambda: self._last_request, self.settle_s, self.max_wait_s, lambda: self._stopped
             )
-            try:
-                while not self._stopped:
-                    # Abandoned if cancelled: a hung provider must not hold up a stop.
-                    n = await anyio.to_thread.run_sync(
-                        self.brain.embed_pending,
-                        self.batch,
-                        limiter=self._limiter,
-                        abandon_on_cancel=True,
-                    )
-                    if n == 0:
-                        break
-                    self.embedded += n
-                self._last_error = None
-            except Exception as exc:  # background work must never end the daemon
-                # Said once per distinct error: a provider that stays down, or another
-                # process owning the index with another embedder, would otherwise log
-                # the same line every ``every_s``.
-                if repr(exc) != self._last_error:
-                    # An engine error is expected (a provider down) and says enough;
-                    # anything else is a bug and needs its traceback.
-                    expected = isinstance(exc, BrainError)
-                    log.warning(
-                        "background embedding failed",
-                        error=repr(exc),
-                        exc_info=None if expected else exc,
-                    )
-                self._last_error = repr(exc)
-            await self._index_entities()
-            await self._refresh_rollups()
+            # Abandoned if cancelled: a hung provider must not hold up a stop.
+            await self._drain(
+                "embedding",
+                lambda: self.brain.embed_pending(self.batch),
+                abandon_on_cancel=True,
+                counted=True,
+            )
+            # One batch a turn, so a stop is never held up long.
+            await self._drain("entity indexing", lambda: self.brain.index_entities(1))
+            await self._drain("rollup refresh", lambda: self.brain.refresh_rollups(1).leaves)
             with anyio.move_on_after(self.every_s):
                 await self._wake.wait()
             self._wake = anyio.Event()
