@@ -144,6 +144,22 @@ def _text(value: Any) -> str:
     return ""
 
 
+def _said(value: Any) -> str:
+    """``_text`` without tool results (an OpenAI ``tool`` message, an Anthropic
+    ``tool_result`` block): what the conversation itself says.
+
+    A tool result may quote any earlier turn (a `memory_grep` answer quoting turn
+    1), and the turn in flight's come from the tool, not from brain's assemble.
+    """
+    if isinstance(value, dict):
+        if value.get("role") == "tool" or value.get("type") == "tool_result":
+            return ""
+        return "\n".join(_said(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(_said(v) for v in value)
+    return value if isinstance(value, str) else ""
+
+
 def make_turns(nonce: str) -> list[Turn]:
     """The scripted conversation (markers carry a nonce: nothing else can contain them)."""
     # (prompt, tool call, commit answer lost, context-length error first). The
@@ -544,8 +560,9 @@ class Checks:
             turn = self.script._turn(request.get("messages") or [])
             if trip is None or turn is None or turn.index == 1:
                 continue
-            assembled = _text((trip["answer"].get("result") or {}).get("messages"))
-            sent = _text(request.get("messages"))
+            # Compared without tool results: the turn in flight's come from the tool.
+            assembled = _said((trip["answer"].get("result") or {}).get("messages"))
+            sent = _said(request.get("messages"))
             for earlier in self.turns[: turn.index - 1]:
                 for marker in (earlier.user_marker, earlier.reply_marker):
                     if (marker in assembled) != (marker in sent):
