@@ -60,41 +60,51 @@ def answered_messages(messages: Sequence[Sequence[ToolBlock]]) -> dict[Ref, int]
 
     Linear in the blocks. Results that answer nothing are left out.
     """
+    return _scan(messages)[0]
+
+
+def _scan(
+    messages: Sequence[Sequence[ToolBlock]],
+) -> tuple[dict[Ref, int], dict[tuple[int, str], list[Ref]]]:
+    """``answered_messages``, and the calls of each (message, call id) in block order."""
     latest: dict[str, int] = {}  # call id -> latest message holding a call of it so far
     waiting: dict[str, list[Ref]] = {}  # results met before any call of their id
     found: dict[Ref, int] = {}
+    calls: dict[tuple[int, str], list[Ref]] = {}
     for m, blocks in enumerate(messages):
         for b, block in enumerate(blocks):
-            if block.call_id is None:
+            call_id = block.call_id
+            if call_id is None:
                 continue
             if block.type == "tool_call":
-                if block.call_id not in latest:
-                    for result in waiting.pop(block.call_id, ()):
+                if call_id not in latest:
+                    for result in waiting.pop(call_id, ()):
                         found[result] = m
-                latest[block.call_id] = m
+                latest[call_id] = m
+                calls.setdefault((m, call_id), []).append((m, b))
             elif block.type == "tool_result":
-                at = latest.get(block.call_id)
+                at = latest.get(call_id)
                 if at is None:
-                    waiting.setdefault(block.call_id, []).append((m, b))
+                    waiting.setdefault(call_id, []).append((m, b))
                 else:
                     found[(m, b)] = at
-    return found
+    return found, calls
 
 
 def match(messages: Sequence[Sequence[ToolBlock]]) -> dict[Ref, Ref]:
     """Call -> the one result that answers it, by the rule above (unanswered calls left out)."""
+    found, calls_of = _scan(messages)
     by_message: dict[tuple[int, str], list[Ref]] = {}
-    for result, m in answered_messages(messages).items():
+    for result, m in found.items():
         call_id = messages[result[0]][result[1]].call_id
         assert call_id is not None  # only results with an id are answered
         by_message.setdefault((m, call_id), []).append(result)
     pairs: dict[Ref, Ref] = {}
-    for (m, call_id), results in by_message.items():
-        calls = [
-            (m, b)
-            for b, block in enumerate(messages[m])
-            if block.type == "tool_call" and block.call_id == call_id
-        ]
+    for message_id, results in by_message.items():
+        calls = calls_of[message_id]
+        if len(results) == 1:
+            pairs[calls[0]] = results[0]  # the common case: one call, one result
+            continue
         # Results after the call's message come first (in order), then earlier ones:
         # a result the host stored before its call is the fallback, not the answer.
         results.sort(key=lambda r: (r < calls[0], r))

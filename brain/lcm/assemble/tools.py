@@ -14,8 +14,15 @@ from __future__ import annotations
 
 from brain.lcm.assemble.view import View, key
 from brain.lcm.context import Item
-from brain.lcm.pairing import match, results_of_calls
-from brain.lcm.render import PairingReport, Turn, pair_tools, turn_tokens
+from brain.lcm.pairing import results_of_calls
+from brain.lcm.render import (
+    Matched,
+    PairingReport,
+    Turn,
+    match_turns,
+    pair_tools,
+    turn_tokens,
+)
 from brain.store.connection import Store
 
 
@@ -34,31 +41,31 @@ def paired(
         cost_of[id(turn)] = entry.stub_cost if stubbed else item.token_count
         if item.is_message:
             shown.add(turn.seq)
-    elsewhere = answered_elsewhere(store, conversation_id, turns, shown)
-    out, report = pair_tools(turns, answered_elsewhere=elsewhere)
+    # One match serves both the store lookup and the pairing itself.
+    matched = match_turns(turns)
+    elsewhere = answered_elsewhere(store, conversation_id, turns, shown, matched)
+    out, report = pair_tools(turns, answered_elsewhere=elsewhere, matched=matched)
     # Not ``cost_of.get(id(t), turn_tokens(t))``: that computes the default every time.
     tokens = sum(cost_of[id(t)] if id(t) in cost_of else turn_tokens(t) for t in out)
     return out, report, tokens
 
 
 def answered_elsewhere(
-    store: Store, conversation_id: int, turns: list[Turn], shown: set[int]
+    store: Store, conversation_id: int, turns: list[Turn], shown: set[int], matched: Matched
 ) -> frozenset[tuple[int, str]]:
     """The calls in ``turns`` answered by a stored result outside ``turns``, as
     (seq of the message holding the call, call id); ``shown``: the seqs of the
-    messages in ``turns``.
+    messages in ``turns``; ``matched``: ``match_turns(turns)``.
 
     Only calls left unanswered among ``turns`` are looked up, and a result counts
     only if ``brain.lcm.pairing``'s rule gives it to that message's call: with a
     server that numbers calls afresh (``call_0`` in every response), an earlier
     call's result does not answer a later call of the same id.
     """
-    inside = match([turn.blocks for turn in turns])
     open_calls = {
-        (turn.seq, block.call_id)
-        for t, turn in enumerate(turns)
-        for b, block in enumerate(turn.blocks)
-        if block.type == "tool_call" and block.call_id is not None and (t, b) not in inside
+        (turns[t].seq, call_id)
+        for t, b in matched.calls
+        if (t, b) not in matched.answer and (call_id := turns[t].blocks[b].call_id) is not None
     }
     if not open_calls:
         return frozenset()

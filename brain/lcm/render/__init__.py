@@ -25,7 +25,7 @@ from __future__ import annotations
 from brain.lcm.render.anthropic import CONTINUES, render_anthropic
 from brain.lcm.render.cost import turn_tokens
 from brain.lcm.render.openai import render_openai
-from brain.lcm.render.pair import UNANSWERED, PairingReport, pair_tools
+from brain.lcm.render.pair import UNANSWERED, Matched, PairingReport, match_turns, pair_tools
 from brain.lcm.render.turns import (
     HINT_CHARS,
     STUB_PREFIX,
@@ -45,9 +45,11 @@ __all__ = [
     "UNANSWERED",
     "Block",
     "BlockType",
+    "Matched",
     "PairingReport",
     "Role",
     "Turn",
+    "match_turns",
     "pair_tools",
     "render_anthropic",
     "render_openai",

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, NamedTuple
 
 from brain.lcm.pairing import match
 from brain.lcm.render.turns import STUB_PREFIX, Block, Role, Turn, stub_text
@@ -33,8 +33,24 @@ class PairingReport:
     synthesized: int
 
 
+class Matched(NamedTuple):
+    """``match_turns``'s answer: what ``pair_tools`` and its callers need of one match."""
+
+    answer: dict[tuple[int, int], tuple[int, int]]
+    """call (turn index, block index) -> the result that answers it"""
+    results: int
+    """the number of tool results in the turns"""
+    has_content: list[bool]
+    """for each turn, whether it has a block other than a tool result"""
+    calls: list[tuple[int, int]]
+    """every tool call with an id, in order"""
+
+
 def pair_tools(
-    turns: Sequence[Turn], *, answered_elsewhere: AbstractSet[str | tuple[int, str]] = frozenset()
+    turns: Sequence[Turn],
+    *,
+    answered_elsewhere: AbstractSet[str | tuple[int, str]] = frozenset(),
+    matched: Matched | None = None,
 ) -> tuple[list[Turn], PairingReport]:
     """Pair tool calls with their results, in time linear in the blocks.
 
@@ -52,9 +68,10 @@ def pair_tools(
 
     Stub results (``[Tool Output: ...]``) get their disambiguator and tool
     name from their call. Turns that come through unchanged are the same
-    objects, so callers may key cached costs by identity.
+    objects, so callers may key cached costs by identity. ``matched``: the
+    pairing of ``turns`` when the caller already has it (``match_turns``).
     """
-    answer, results, has_content = _match(turns)
+    answer, results, has_content, _ = matched if matched is not None else match_turns(turns)
     last_content = max((t for t, c in enumerate(has_content) if c), default=-1)
     content_before = [0] * (len(turns) + 1)
     for t, c in enumerate(has_content):
@@ -113,18 +130,24 @@ _STUB: Final = re.compile(
 )
 
 
-def _match(
-    turns: Sequence[Turn],
-) -> tuple[dict[tuple[int, int], tuple[int, int]], int, list[bool]]:
-    """Pair calls and results by (turn index, block index) (``brain.lcm.pairing``'s rule).
-
-    Returns call -> result, the number of results, and for each turn whether
-    it has a block other than a tool result.
-    """
-    answer = match([turn.blocks for turn in turns])
-    results = sum(1 for turn in turns for block in turn.blocks if block.type == "tool_result")
-    has_content = [any(b.type != "tool_result" for b in turn.blocks) for turn in turns]
-    return answer, results, has_content
+def match_turns(turns: Sequence[Turn]) -> Matched:
+    """Pair calls and results by (turn index, block index) (``brain.lcm.pairing``'s rule),
+    with the counts ``pair_tools`` needs, in one more pass over the blocks."""
+    results = 0
+    has_content: list[bool] = []
+    calls: list[tuple[int, int]] = []
+    for t, turn in enumerate(turns):
+        content = False
+        for b, block in enumerate(turn.blocks):
+            kind = block.type
+            if kind == "tool_result":
+                results += 1
+            else:
+                content = True
+                if kind == "tool_call" and block.call_id is not None:
+                    calls.append((t, b))
+        has_content.append(content)
+    return Matched(match([turn.blocks for turn in turns]), results, has_content, calls)
 
 
 def _refine(result: Block, call: Block) -> Block:
