@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from daemon import commands
+from daemon.blas import limit_blas_threads
 from daemon.config import OPTIONS, SCOPES, load_config
 from daemon.logs import configure_logging
 
@@ -26,6 +27,7 @@ COMMANDS: Final = ("serve", "mcp", "call", "sync", "maintain", "bootstrap", "doc
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``brain`` console script."""
+    limit_blas_threads()  # before anything imports numpy (daemon.blas)
     words = list(sys.argv[1:] if argv is None else argv)
     parser = _parser(words[0] if words and words[0] in COMMANDS else None)
     # parse_known_args: argparse cannot take the optional PARAMS positional of
