@@ -109,7 +109,11 @@ def run_query(
     ``conversations``: only summaries of these conversations may fire (taught,
     directive and workspace nodes also may, unless ``summaries_only``); None lets
     every summary fire. ``write``: where the trace is recorded (default: ``store``);
-    the engine reads on a read connection and records on its write path. ``match``:
+    the engine reads on a read connection and records on its write path, committed
+    without an fsync of its own (``Access.write_unsynced``: a trace survives a killed
+    process, and a power cut loses only the newest ones, so a chat's latest trace
+    left is always one that was answered; ``learn`` never credits a lost one's steps
+    to another). ``match``:
     the query's FTS5 match expression (its keywords), for ``seeder``
     (``brain.graph.seeding``). The
     whole query reads one state of the mirror, whatever is written meanwhile.

@@ -116,7 +116,7 @@ class GraphService:
                 record=record,
                 conversations=scope,
                 summaries_only=summaries_only,
-                write=self._access.write,
+                write=self._access.write_unsynced,
                 match=match,
                 **({} if seeder is None else {"seeder": seeder}),
             )

@@ -94,6 +94,26 @@ class Access:
         with self.locked() as store:
             return work(store)
 
+    def write_unsynced(self, work: Callable[[Store], T], /) -> T:
+        """``write`` whose commit waits for no fsync of its own (a ``WritePath``).
+
+        For records a power cut may lose without harm (a query's trace): committed at
+        ``synchronous=NORMAL``, the frames are in the WAL file at once, so a killed
+        process loses nothing; only an OS crash or power cut can lose them, and then
+        only with every commit after them (the WAL is appended in order, and the next
+        durable commit's fsync covers every frame before it). With group commit the
+        lease skips the shared fsync wait for the same reason.
+        """
+        with self.lock:
+            store = self._store
+            if self.group is not None or self.config.synchronous not in ("FULL", "EXTRA"):
+                return work(store)  # commits at NORMAL (or less) already
+            store.execute("PRAGMA synchronous = NORMAL")
+            try:
+                return work(store)
+            finally:
+                store.execute(f"PRAGMA synchronous = {self.config.synchronous}")
+
     @contextlib.contextmanager
     def reading(self) -> Iterator[Store]:
         """A store to read on: a pooled connection inside one read transaction.
