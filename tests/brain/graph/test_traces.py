@@ -85,3 +85,20 @@ def test_maintenance_deletes_traces_past_the_age_limit_and_beyond_a_lowered_coun
 def test_a_trace_retention_that_keeps_nothing_is_refused(config: dict[str, float]) -> None:
     with pytest.raises(ValueError, match=next(iter(config))):
         BrainConfig(**config)  # type: ignore[arg-type]
+
+
+def test_a_query_under_group_commit_records_its_trace_without_waiting_for_an_fsync(
+    taught: Path,
+) -> None:
+    brain = _brain(taught, group_commit=True)
+    try:
+        group = brain._access.group
+        assert group is not None
+        before = group.syncs
+        made = brain.query("which staging cluster", chat_id="c").trace_id
+        assert group.syncs == before
+        assert brain.trace(chat_id="c")["trace_id"] == made
+        brain.learn(1.0, chat_id="c")  # a learn is a durable write: it waits for one
+        assert group.syncs == before + 1
+    finally:
+        brain.close()

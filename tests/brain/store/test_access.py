@@ -146,3 +146,18 @@ def test_after_a_swap_reads_and_writes_go_to_the_new_connection(
 def test_closing_twice_is_harmless(access: Access) -> None:
     access.close()
     access.close()
+
+
+def test_write_unsynced_commits_at_normal_and_puts_the_configured_level_back(
+    access: Access,
+) -> None:
+    def level(store: Store) -> int:
+        with store.transaction():
+            store.execute("CREATE TABLE IF NOT EXISTS t (x)")
+            store.execute("INSERT INTO t VALUES (1)")
+        return int(store.scalar("PRAGMA synchronous"))
+
+    assert access.write_unsynced(level) == 1  # NORMAL: no fsync at the commit
+    assert access.write(level) == 2  # FULL again for every other write
+    with access.reading() as store:
+        assert store.scalar("SELECT count(*) FROM t") == 2
