@@ -2710,7 +2710,11 @@ def peer_graph(nodes: int, queries: int, seed: int) -> PeerGraph:
     edges: list[tuple[int, int, float, str]] = []
     for source in range(nodes):
         degree = 3 if rng.random() < 0.2 else 2
-        targets = rng.sample([t for t in range(nodes) if t != source], degree) if nodes > 3 else []
+        targets: list[int] = []  # distinct, drawn one by one: O(degree), not O(nodes)
+        while nodes > 3 and len(targets) < degree:
+            target = rng.randrange(nodes)
+            if target != source and target not in targets:
+                targets.append(target)
         for target in targets:
             tier = PEER_TIERS[min(len(PEER_TIERS) - 1, bisect_left(cumulative, rng.random()))]
             edges.append((source, target, round(rng.uniform(tier[2], tier[3]), 4), tier[0]))

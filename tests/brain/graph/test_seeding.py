@@ -75,3 +75,22 @@ def test_in_a_large_graph_a_query_of_common_words_and_one_rare_word_seeds_the_ra
         "weekly report kestrel", options=TraverseOptions(top_k=3), record=False
     )
     assert "kestrel" in result.fired[0].text
+
+
+def test_in_a_large_graph_a_common_word_is_left_out_by_its_stem_when_it_is_written_otherwise(
+    fresh_brain: Brain, tmp_path: Path
+) -> None:
+    # "deploys" is indexed as "deploi": looked up as written it was not found, kept,
+    # and the keyword search scored every node it matched.
+    from brain.graph.seeding import _thinned
+
+    notes = tmp_path / "workspace" / "memory"
+    notes.mkdir(parents=True)
+    sections = [f"## Note {i}\n\nThe deploys of week {i} went fine.\n" for i in range(2_100)]
+    sections[7] = "## Note 7\n\nThe deploys moved to kestrel.\n"
+    (notes / "notes.md").write_text("# Notes\n\n" + "\n".join(sections))
+    fresh_brain.sync(tmp_path / "workspace", embed=False)
+    nodes = fresh_brain.info().nodes
+    assert nodes > 2_000
+    store = fresh_brain.store
+    assert _thinned(store, '"deploys" OR "kestrel"', nodes) == '"kestrel"'
