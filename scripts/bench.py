@@ -59,6 +59,12 @@ each request sent to one then the other. Figures are ``{"ours", "peer",
 "speedup"}`` (peer / ours) under ``peers.openclawbrain.nodes_N``; when the peer
 cannot be installed the entry has ``skipped`` with the reason and the run succeeds.
 
+``graph_daemon`` runs only when named in ``--only``, once: the peers benchmark's
+graph in brain alone at ``--graph-daemon-nodes`` (default 1,000, 5,000 and
+100,000; the 100k build takes about 2 minutes), one daemon per size: query round
+trip p50/p95 (3 rounds of 40 queries, traces recorded), the daemon's own
+``traverse_ms``, learn and teach p50, startup and the first query.
+
 Everything happens in a temporary directory with fresh databases; daemons are
 started with ``python -m daemon`` from this interpreter and are always reaped,
 even when a benchmark fails. A failing benchmark is reported as
@@ -395,6 +401,7 @@ class Settings:
     vector_rows: tuple[int, ...] = (100_000, 1_000_000)
     graph_nodes: tuple[int, ...] = (1_000, 5_000)
     peer_nodes: tuple[int, ...] = (1_000, 5_000)
+    graph_daemon_nodes: tuple[int, ...] = (1_000, 5_000, 100_000)
     locomo: Path | None = None  # a LoCoMo file for ``replay``
 
     def n(self, base: int, minimum: int = 1) -> int:
@@ -3045,6 +3052,79 @@ def bench_peers(shared: Shared, work: Path) -> Metrics:
     return out
 
 
+# -- graph_daemon: graph query round trips through our daemon alone ----------------------
+
+GRAPH_DAEMON_QUERIES: Final = 40  # distinct queries, each asked once per round
+GRAPH_DAEMON_ROUNDS: Final = 3  # rounds of them (new chat ids each round)
+GRAPH_DAEMON_WRITES: Final = 20  # timed learn (by chat id) and teach requests
+
+
+def _graph_daemon_sizes(s: Settings) -> list[int]:
+    return [max(50, round(n * s.size)) for n in s.graph_daemon_nodes]
+
+
+def _graph_daemon_params(s: Settings) -> dict[str, Any]:
+    return {
+        "ours": "python -m daemon --db DB --embedder hash (one BLAS thread: daemon.blas)",
+        "nodes": _graph_daemon_sizes(s),
+        "graph": "the peers benchmark's graph (peer_graph): ~70 words per node, 2.2 out-edges",
+        "query": f"{GRAPH_DAEMON_ROUNDS} rounds of {GRAPH_DAEMON_QUERIES} queries of 4-8 words "
+        "of a node, each with a chat_id (its trace recorded), default options, after one "
+        "untimed first query (query_first_ms)",
+        "writes": f"{GRAPH_DAEMON_WRITES} learn by chat_id (outcome +-1, durable) and "
+        f"{GRAPH_DAEMON_WRITES} teach",
+        "traverse_p50_ms": "the daemon's own traverse_ms (seeds + traversal), for the split",
+        "note": "one run (--runs ignored); sizes via --graph-daemon-nodes; only with --only",
+    }
+
+
+def bench_graph_daemon(shared: Shared, work: Path) -> Metrics:
+    """Graph query, learn and teach round trips through one daemon at each size."""
+    out: Metrics = {}
+    for size in _graph_daemon_sizes(shared.settings):
+        graph = peer_graph(size, GRAPH_DAEMON_QUERIES + 1, SEED + 70 + size)
+        teach = [t.lower() for t in peer_graph(GRAPH_DAEMON_WRITES, 0, SEED + 72).texts]
+        here = work / f"nodes-{size}"
+        here.mkdir()
+        db = here / "graph.db"
+        print(f"  graph_daemon: building {size} nodes", file=sys.stderr)
+        _build_ours(db, graph)
+        daemon = StdioDaemon(
+            daemon_command(db, ["--embedder", "hash"]), here / "daemon.log", child_env(), here
+        )
+        key = f"nodes_{size}."
+        try:
+            daemon.call("info")
+            out[f"{key}startup_ms"] = (time.perf_counter() - daemon.started) * 1e3
+            first, _ = daemon.call("query", {"query": graph.queries[-1], "chat_id": "first"})
+            out[f"{key}query_first_ms"] = first
+            rounds: list[float] = []
+            traverse: list[float] = []
+            for r in range(GRAPH_DAEMON_ROUNDS):
+                for i, text in enumerate(graph.queries[:GRAPH_DAEMON_QUERIES]):
+                    ms, answer = daemon.call("query", {"query": text, "chat_id": f"r{r}q{i}"})
+                    rounds.append(ms)
+                    traverse.append(float(answer["traverse_ms"]))
+            learn = [
+                daemon.call("learn", {"outcome": 1.0 if i % 2 else -1.0, "chat_id": f"r0q{i}"})[0]
+                for i in range(GRAPH_DAEMON_WRITES)
+            ]
+            taught = [daemon.call("teach", {"content": text})[0] for text in teach]
+            out[f"{key}rss_peak_mb"] = daemon.rss_mb()[1]
+        finally:
+            daemon.close()
+        rounds.sort()
+        p50, p95 = percentile(rounds, 50), percentile(rounds, 95)
+        out[f"{key}query_p50_ms"] = p50
+        out[f"{key}query_p95_ms"] = p95
+        out[f"{key}query_p95_over_p50"] = p95 / p50 if p50 > 0 else math.nan
+        out[f"{key}traverse_p50_ms"] = statistics.median(traverse)
+        out[f"{key}learn_p50_ms"] = statistics.median(learn)
+        out[f"{key}teach_p50_ms"] = statistics.median(taught)
+        shutil.rmtree(here, ignore_errors=True)
+    return out
+
+
 BENCHES: Final[tuple[Bench, ...]] = (
     Bench(
         "ingest_batched",
@@ -3152,6 +3232,15 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "(embed vs traverse), teach/learn/correction, maintain, save",
         _graph_params,
         bench_graph,
+    ),
+    Bench(
+        "graph_daemon",
+        "graph query round trip p50/p95 through our daemon at 1k/5k/100k nodes (the peers "
+        "graph, brain alone), with learn and teach; only with --only",
+        _graph_daemon_params,
+        bench_graph_daemon,
+        opt_in=True,
+        max_runs=1,
     ),
     Bench(
         "maintain_reads",
@@ -3283,6 +3372,19 @@ TARGETS: Final[tuple[Target, ...]] = (
         "openclawbrain 12.2.6 (same machine): 689 ms at 5,000 nodes, 209 ms at 1,000",
     ),
     Target("graph", "nodes_50000.query_p50_ms", "<=", 20, "with --graph-nodes ...,50000"),
+    Target("graph_daemon", "nodes_1000.query_p50_ms", "<=", 2, "through the daemon"),
+    Target("graph_daemon", "nodes_5000.query_p50_ms", "<=", 2, "through the daemon"),
+    Target("graph_daemon", "nodes_100000.query_p50_ms", "<=", 10, "through the daemon"),
+    Target("graph_daemon", "nodes_1000.query_p95_over_p50", "<=", 3),
+    Target("graph_daemon", "nodes_5000.query_p95_over_p50", "<=", 3),
+    Target("graph_daemon", "nodes_100000.query_p95_over_p50", "<=", 3),
+    Target(
+        "peers",
+        "openclawbrain.nodes_5000.learn_p50_ms.speedup",
+        ">=",
+        1,
+        "ours durable (an fsync of the WAL, ~0.7 ms on the test disk), the peer's in memory",
+    ),
     Target(
         "peers",
         "openclawbrain.nodes_5000.query_p50_ms.speedup",
@@ -3482,6 +3584,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated graph sizes in nodes for the peers benchmark (e.g. 1000 for a "
         "quick run; 5000 takes several minutes, almost all of it the peer's)",
     )
+    parser.add_argument(
+        "--graph-daemon-nodes",
+        default="1000,5000,100000",
+        help="comma-separated graph sizes in nodes for the graph_daemon benchmark (only with "
+        "--only; building 100,000 nodes takes about 2 minutes)",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -3517,6 +3625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "vector_rows": tuple(int(n) for n in args.vector_rows.split(",")),
             "graph_nodes": tuple(int(n) for n in args.graph_nodes.split(",")),
             "peer_nodes": tuple(int(n) for n in args.peer_nodes.split(",")),
+            "graph_daemon_nodes": tuple(int(n) for n in args.graph_daemon_nodes.split(",")),
         }
         shared = Shared(
             Settings(
