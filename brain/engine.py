@@ -120,6 +120,14 @@ class Brain:
         self._vectors.embedder = embedder
 
     @property
+    def embeds_in_process(self) -> bool:
+        """Whether the embedder makes a query's vector here in microseconds, never waiting
+        on a provider (``brain.vectors.embedders.embeds_in_process``)."""
+        from brain.vectors.embedders import embeds_in_process
+
+        return embeds_in_process(self._vectors.embedder)
+
+    @property
     def chat(self) -> ChatClient | None:
         """The chat client for LLM answers (``expand_query``); None: extractive only."""
         return self._recall.chat

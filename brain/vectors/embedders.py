@@ -220,6 +220,17 @@ class HashEmbedder:
         return _normalise_rows(out)
 
 
+def embeds_in_process(embedder: Embedder) -> bool:
+    """Whether ``embedder`` makes a query's vector here, in microseconds (static, hash).
+
+    Such an embedder has no provider to wait on and cannot hang, so a caller may
+    embed a query in the thread that then answers it instead of in a provider's
+    thread (the daemon's graph query: one thread hop instead of two). ONNX runs in
+    the process too but takes milliseconds; an endpoint may take seconds.
+    """
+    return isinstance(embedder, StaticEmbedder | HashEmbedder)
+
+
 @dataclass(frozen=True, slots=True)
 class OpenAIEmbedderConfig(ProviderPolicy):
     """Where an OpenAI-compatible embeddings endpoint is and how hard to try

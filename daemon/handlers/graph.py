@@ -38,7 +38,13 @@ async def query(ctx: Context, params: QueryParams) -> dict[str, Any]:
         threshold=params.threshold,
         max_fired=params.max_fired,
     )
-    embedded = await ctx.embedding.run(ctx.brain.embed_query, params.query)
+    # An in-process embedder (static, hash) embeds in the database thread: one thread
+    # hop instead of two, and on a busy machine each hop waits for a core.
+    embedded = (
+        None
+        if ctx.brain.embeds_in_process
+        else await ctx.embedding.run(ctx.brain.embed_query, params.query)
+    )
     result = await ctx.db(
         ctx.brain.query,
         params.query,

@@ -1,0 +1,41 @@
+"""The graph handlers' threads: a query whose embedder runs in the process never waits on
+the embedding provider's threads (one database thread hop, not two)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+
+from brain import Brain, BrainConfig, HashEmbedder, NewNode
+from daemon.context import Context
+from daemon.handlers import graph
+from protocol.methods import QueryParams
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_query_with_an_in_process_embedder_is_answered_while_the_provider_is_taken(
+    db_path: Path,
+) -> None:
+    engine = Brain(db_path, BrainConfig(), embedder=HashEmbedder())
+    hung = threading.Event()
+    try:
+        taught = engine.teach(NewNode("teaching", "the staging cluster is called kestrel"))
+        ctx = Context(engine, provider_concurrency=1, provider_deadline_s=30.0)
+        async with anyio.create_task_group() as tg:
+            # The embedding provider's only thread is taken (a slow endpoint, say).
+            tg.start_soon(ctx.embedding.run, hung.wait)
+            await anyio.sleep(0)
+            with anyio.fail_after(20):
+                found = await graph.query(
+                    ctx, QueryParams(query="which staging cluster?", chat_id="c")
+                )
+            hung.set()
+        assert found["fired_nodes"] == [taught.node_id]
+        assert found["trace_id"]
+    finally:
+        hung.set()
+        engine.close()
