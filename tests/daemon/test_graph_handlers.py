@@ -3,6 +3,7 @@ the embedding provider's threads (one database thread hop, not two)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -10,9 +11,10 @@ import anyio
 import pytest
 
 from brain import Brain, BrainConfig, HashEmbedder, NewNode
+from brain.graph.retrieval import FiredNode, LearnResult
 from daemon.context import Context
 from daemon.handlers import graph
-from protocol.methods import QueryParams
+from protocol.methods import LearnParams, QueryParams
 
 pytestmark = pytest.mark.anyio
 
@@ -36,6 +38,11 @@ async def test_a_query_with_an_in_process_embedder_is_answered_while_the_provide
             hung.set()
         assert found["fired_nodes"] == [taught.node_id]
         assert found["trace_id"]
+        # Built field by field for speed: still every field of a fired node.
+        assert set(found["nodes"][0]) == {f.name for f in dataclasses.fields(FiredNode)}
+        learned = await graph.learn(ctx, LearnParams(outcome=1.0, chat_id="c"))
+        assert set(learned) == {f.name for f in dataclasses.fields(LearnResult)}
+        assert learned["trace_id"] == found["trace_id"]
     finally:
         hung.set()
         engine.close()
