@@ -30,13 +30,17 @@ bound) 80.2 / 62.8 / 78.7 (taught nodes seeded at full strength then)."""
 
 
 def bounded_order(
-    query_order: Sequence[int], learned_order: Sequence[int], share: float = LEARNED_SHARE
+    query_order: Sequence[int],
+    learned_order: Sequence[int],
+    share: float = LEARNED_SHARE,
+    limit: int | None = None,
 ) -> list[int]:
     """``learned_order``'s nodes, in its order but for promotions past ``share``.
 
     ``query_order``: the seeds among them, best match first; the nodes only the
     learned order has (reached by spreading) rank after the query's when they
-    would exceed the share.
+    would exceed the share. ``limit``: only the first ``limit`` of the result (each
+    place depends only on the places before it, so it is the whole order's prefix).
     """
     out: list[int] = []
     taken: set[int] = set()
@@ -44,7 +48,8 @@ def bounded_order(
     queue = [n for n in query_order if n in present]
     qi = li = 0
     promoted = 0
-    while len(out) < len(learned_order):
+    wanted = len(learned_order) if limit is None else min(limit, len(learned_order))
+    while len(out) < wanted:
         while qi < len(queue) and queue[qi] in taken:
             qi += 1
         while li < len(learned_order) and learned_order[li] in taken:

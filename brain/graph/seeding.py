@@ -106,7 +106,7 @@ def select(candidates: list[Seed], k: int) -> list[Seed]:
     """
     by_score = sorted(candidates, key=lambda s: -s.score)
     by_match = sorted(candidates, key=lambda s: -s.match)
-    chosen = set(bounded_order([s.node for s in by_match], [s.node for s in by_score])[:k])
+    chosen = set(bounded_order([s.node for s in by_match], [s.node for s in by_score], limit=k))
     return [s for s in by_score if s.node in chosen]
 
 

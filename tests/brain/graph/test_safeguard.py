@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from brain import Brain, TraverseOptions
 from brain.graph.nodes import bump_epoch
+from brain.graph.safeguard import bounded_order
 
 ALL_FIRE = TraverseOptions(top_k=30, threshold=0.001, max_fired=60)
 TOPICS = [
@@ -82,3 +84,13 @@ def test_failures_weaken_edges_to_nothing_but_never_make_one_inhibit_a_matching_
     assert min(weights) >= 0.0
     after = {f.id for f in fresh_brain.query("deploy checklist", options=options).fired}
     assert seeds <= after
+
+
+def test_a_limited_bounded_order_is_the_prefix_of_the_whole_order() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        learned = rng.sample(range(60), rng.randint(0, 60))
+        query = rng.sample(learned, rng.randint(0, len(learned)))
+        whole = bounded_order(query, learned)
+        for k in (0, 1, 3, 8, 100):
+            assert bounded_order(query, learned, limit=k) == whole[:k]
