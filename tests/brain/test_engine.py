@@ -343,7 +343,7 @@ PUBLIC = [
     "admit_grant", "assemble", "bootstrap", "charge_grant", "chat", "close", "compact",
     "compact_incremental", "compaction_due", "config", "create_grant", "describe", "draft_answer",
     "durable", "embed_before_search", "embed_nodes", "embed_pending", "embed_query", "embedder",
-    "embeddings_pending", "entities", "entity", "expand", "expand_query", "get_grant",
+    "embeddings_pending", "embeds_in_process", "entities", "entity", "expand", "expand_query", "get_grant",
     "get_message", "grep", "group_commit", "health", "index_entities", "info", "info_now",
     "ingest", "learn", "maintain",
     "may_switch_embedder", "path", "prepare_teach", "probe",
