@@ -16,7 +16,15 @@ from typing import Final
 import apsw
 
 from brain.errors import StorageError
-from brain.store.migrations import counts, entities, rollups, v01_to_v06, v07_to_v13, v14_on
+from brain.store.migrations import (
+    counts,
+    entities,
+    rollups,
+    v01_to_v06,
+    v07_to_v13,
+    v14_on,
+    vectors_int8,
+)
 from brain.store.migrations.v07_to_v13 import CJK_GLOB
 
 __all__ = ["CJK_GLOB", "MIGRATIONS", "SCHEMA_VERSION", "migrate"]
@@ -28,6 +36,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     *entities.SCRIPTS,
     *rollups.SCRIPTS,
     *counts.SCRIPTS,
+    *vectors_int8.SCRIPTS,
 )
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 
@@ -53,6 +62,7 @@ def migrate(conn: apsw.Connection) -> tuple[int, int]:
                 f"({SCHEMA_VERSION}); upgrade brain"
             )
         before = current
+        vectors_int8.functions(conn)
         for script in MIGRATIONS[current:]:
             conn.execute(script)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

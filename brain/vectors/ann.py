@@ -1,15 +1,15 @@
 """An inverted-file (IVF) index for approximate top-k by dot product, in numpy.
 
 Rows are grouped into lists by their nearest centroid (spherical k-means trained on a
-sample), and the caller keeps its matrix permuted so each list is one contiguous block:
-a search scores the query against the centroids, then scans only the ``nprobe`` best
-lists, each a plain BLAS matrix-vector product over consecutive rows.
+sample); the index keeps each list's row positions (8 bytes a row), and the caller's
+matrix stays where it is: a search scores the query against the centroids, then
+gathers and scores only the rows of the ``nprobe`` best lists.
 
-The index owns no vectors, only centroids and list boundaries, so the caller's matrix
-is not held twice. ``build`` trains and assigns; ``extended`` assigns rows appended
-since, with the centroids as they are (cheap: O(new rows x lists) plus one permutation),
-so retraining is needed only when the row count has grown enough that the number of
-lists should change.
+The index owns no vectors, only centroids and positions, so the caller's matrix is
+never held twice nor permuted (a rebuild copies nothing). ``build`` trains and
+assigns; ``extended`` assigns rows appended since, with the centroids as they are
+(O(new rows x lists)), so retraining is needed only when the row count has grown
+enough that the number of lists should change.
 
 Costs at n rows of dim d with about sqrt(n) lists: training O(sample x lists x d x
 iterations) with a sample of ``_PER_LIST`` rows per list; assignment O(n x lists x d);
@@ -19,6 +19,7 @@ a search O(lists x d + nprobe x n / lists x d).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -62,15 +63,24 @@ def top_k(scores: Matrix, k: int) -> Ints:
     return part[order].astype(np.int64, copy=False)
 
 
+Vectors = Callable[[Ints], Matrix]
+"""The float32 vectors of the rows at some positions (the caller's rows, dequantised)."""
+Scores = Callable[[Ints], Matrix]
+"""The query's scores against the rows at some positions."""
+
+
 @dataclass(frozen=True, slots=True)
 class IVF:
-    """Centroids and where each list's rows start in the caller's permuted matrix.
+    """Centroids, and the caller's row positions grouped by list.
 
-    List ``j`` is rows ``offsets[j]:offsets[j + 1]``; ``offsets[-1]`` is the row count.
+    List ``j`` holds the rows ``order[offsets[j]:offsets[j + 1]]``; ``offsets[-1]`` is
+    the row count. The caller's rows are never moved: a search gathers the probed
+    lists' rows by position, so building or extending the index copies no matrix.
     """
 
     centroids: Matrix
     offsets: Ints
+    order: Ints
 
     @property
     def lists(self) -> int:
@@ -79,77 +89,69 @@ class IVF:
 
     @property
     def rows(self) -> int:
-        """How many rows the lists cover."""
+        """How many rows the lists cover (rows ``0 .. rows - 1`` of the caller's)."""
         return int(self.offsets[-1])
 
     @classmethod
-    def build(cls, matrix: Matrix, lists: int | None = None, seed: int = 0) -> tuple[IVF, Ints]:
-        """Train on a sample of ``matrix`` and assign every row.
+    def build(cls, n: int, vectors: Vectors, lists: int | None = None, seed: int = 0) -> IVF:
+        """Train on a sample of the caller's first ``n`` rows and assign every one.
 
-        Returns the index and the permutation to apply to the rows (``matrix[order]``
-        is the layout the index describes). Deterministic for a given seed.
+        ``vectors`` gives rows by position (called with at most ``_CHUNK`` positions at
+        a time, so the scratch stays small). Deterministic for a given seed.
         """
-        n = len(matrix)
         if n == 0:
             raise ValueError("cannot build an index over no rows")
         lists = default_lists(n) if lists is None else max(1, min(lists, n))
         rng = np.random.default_rng(seed)
         sample_size = min(n, lists * _PER_LIST)
-        sample = matrix[np.sort(rng.choice(n, sample_size, replace=False))]
+        sample = vectors(np.sort(rng.choice(n, sample_size, replace=False)).astype(np.int64))
         centroids = _train(sample, lists, rng)
-        return cls._layout(centroids, _assign(matrix, centroids))
+        return cls._layout(centroids, _assign(0, n, vectors, centroids))
 
-    def extended(self, tail: Matrix) -> tuple[IVF, Ints]:
-        """This index plus ``tail`` rows (appended after its rows), centroids unchanged.
+    def extended(self, n: int, vectors: Vectors) -> IVF:
+        """This index over the caller's first ``n`` rows: rows from ``self.rows`` on are
+        assigned to the lists as they are (centroids unchanged)."""
+        labels = np.zeros(self.rows, dtype=np.int64)
+        labels[self.order] = np.repeat(np.arange(self.lists, dtype=np.int64), np.diff(self.offsets))
+        new = _assign(self.rows, n, vectors, self.centroids)
+        return IVF._layout(self.centroids, np.concatenate([labels, new]))
 
-        Returns the new index and the permutation of all ``rows + len(tail)`` rows.
-        """
-        counts = np.diff(self.offsets)
-        labels = np.concatenate(
-            [
-                np.repeat(np.arange(self.lists, dtype=np.int64), counts),
-                _assign(tail, self.centroids),
-            ]
-        )
-        return IVF._layout(self.centroids, labels)
+    def search(self, score: Scores, query: Matrix, k: int, nprobe: int) -> tuple[Ints, Matrix]:
+        """Positions (the caller's) and scores of the approximate top ``k``, best first.
 
-    def search(self, matrix: Matrix, query: Matrix, k: int, nprobe: int) -> tuple[Ints, Matrix]:
-        """Positions (in the permuted ``matrix``) and scores of the approximate top ``k``.
-
-        Exact when ``nprobe`` covers every list. Best first.
+        Exact when ``nprobe`` covers every list.
         """
         nprobe = max(1, min(nprobe, self.lists))
         probed = top_k(self.centroids @ query, nprobe)
-        # Adjacent lists are merged into one slice: fewer, longer products.
-        probed.sort()
-        starts, ends = self.offsets[probed], self.offsets[probed + 1]
-        spans: list[tuple[int, int]] = []
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            if spans and spans[-1][1] == start:
-                spans[-1] = (spans[-1][0], end)
-            elif end > start:
-                spans.append((start, end))
+        spans = [
+            self.order[s:e]
+            for s, e in zip(
+                self.offsets[probed].tolist(), self.offsets[probed + 1].tolist(), strict=True
+            )
+            if e > s
+        ]
         if not spans:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        positions = np.concatenate([np.arange(s, e, dtype=np.int64) for s, e in spans])
-        scores = np.concatenate([matrix[s:e] @ query for s, e in spans])
+        positions = np.concatenate(spans)
+        positions.sort()  # gathered in row order: sequential reads of the caller's matrix
+        scores = score(positions)
         best = top_k(scores, k)
         return positions[best], scores[best]
 
     @classmethod
-    def _layout(cls, centroids: Matrix, labels: Ints) -> tuple[IVF, Ints]:
+    def _layout(cls, centroids: Matrix, labels: Ints) -> IVF:
         order = np.argsort(labels, kind="stable").astype(np.int64)
         counts = np.bincount(labels, minlength=len(centroids))
         offsets = np.zeros(len(centroids) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        return cls(centroids, offsets), order
+        return cls(centroids, offsets, order)
 
 
 def _train(sample: Matrix, lists: int, rng: np.random.Generator) -> Matrix:
     """Spherical k-means: centroids are unit mean directions of their members."""
     centroids = sample[rng.choice(len(sample), lists, replace=False)].copy()
     for _ in range(_ITERATIONS):
-        labels = _assign(sample, centroids)
+        labels = _assign(0, len(sample), lambda p: sample[p], centroids)
         sums = np.zeros_like(centroids)
         np.add.at(sums, labels, sample)
         norms = np.linalg.norm(sums, axis=1)
@@ -161,10 +163,11 @@ def _train(sample: Matrix, lists: int, rng: np.random.Generator) -> Matrix:
     return centroids.astype(np.float32, copy=False)
 
 
-def _assign(matrix: Matrix, centroids: Matrix) -> Ints:
-    """Each row's nearest centroid by dot product, in chunks to bound the scratch."""
-    labels = np.zeros(len(matrix), dtype=np.int64)
+def _assign(start: int, end: int, vectors: Vectors, centroids: Matrix) -> Ints:
+    """The nearest centroid by dot product of rows ``start .. end - 1``, in chunks."""
+    labels = np.zeros(end - start, dtype=np.int64)
     transposed = np.ascontiguousarray(centroids.T)
-    for start in range(0, len(matrix), _CHUNK):
-        labels[start : start + _CHUNK] = np.argmax(matrix[start : start + _CHUNK] @ transposed, 1)
+    for at in range(start, end, _CHUNK):
+        chunk = vectors(np.arange(at, min(end, at + _CHUNK), dtype=np.int64))
+        labels[at - start : at - start + len(chunk)] = np.argmax(chunk @ transposed, 1)
     return labels

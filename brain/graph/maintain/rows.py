@@ -13,6 +13,7 @@ import numpy.typing as npt
 import orjson
 
 from brain.store.connection import Store
+from brain.vectors.quantise import decode
 from brain.vectors.writes import dequeue, drop_vectors
 
 __all__ = ["delete_node", "node_vectors"]
@@ -21,14 +22,24 @@ __all__ = ["delete_node", "node_vectors"]
 def node_vectors(store: Store, rows: Iterable[int]) -> dict[int, npt.NDArray[np.float32]]:
     """Stored node vectors (unit length) of ``rows`` that have one."""
     wanted = orjson.dumps(sorted(rows))
-    return {
-        int(row_id): np.frombuffer(blob, dtype=np.float32)
-        for row_id, blob in store.execute(
+    found = list(
+        store.execute(
             "SELECT row_id, vector FROM vectors WHERE kind = 'node' "
             "AND row_id IN (SELECT value FROM json_each(?))",
             (wanted,),
         )
-    }
+    )
+    dim = int(
+        store.scalar("SELECT coalesce((SELECT value FROM meta WHERE key = 'embedder_dim'), 0)")
+    )
+    # Stored as int8 with a scale (brain.vectors.quantise): dequantised and made unit again.
+    out: dict[int, npt.NDArray[np.float32]] = {}
+    for row_id, blob in found:
+        # No dimension recorded (vectors written by hand): float32, as before v19.
+        vector = decode(blob, dim or len(blob) // 4)
+        norm = float(np.linalg.norm(vector))
+        out[int(row_id)] = vector / norm if norm > 0 else vector
+    return out
 
 
 def delete_node(store: Store, row_id: int) -> None:

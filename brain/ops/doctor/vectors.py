@@ -58,8 +58,11 @@ def check(store: Store) -> Finding:
         found.problem(
             "error",
             "wrong_dim",
-            store.scalar("SELECT count(*) FROM vectors WHERE length(vector) <> ?", (dim * 4,)),
-            f"vectors whose length is not dim {dim} (float32)",
+            store.scalar(
+                "SELECT count(*) FROM vectors WHERE length(vector) NOT IN (?, ?)",
+                (dim + 4, dim * 4),
+            ),
+            f"vectors whose length is not dim {dim} (int8 and a scale, or float32 before v19)",
         )
     found.problem(
         "error",
@@ -91,8 +94,8 @@ def repair(store: Store, found: Finding) -> list[str]:
         with store.transaction():
             bad = list(
                 store.execute(
-                    "DELETE FROM vectors WHERE length(vector) <> ? RETURNING kind, row_id",
-                    (dim * 4,),
+                    "DELETE FROM vectors WHERE length(vector) NOT IN (?, ?) RETURNING kind, row_id",
+                    (dim + 4, dim * 4),
                 )
             )
             enqueue_existing(store, [(str(k), int(r)) for k, r in bad])

@@ -89,14 +89,13 @@ def test_ivf_probing_every_list_returns_the_exact_top_k(
     rng = np.random.default_rng(seed)
     matrix = _unit_rows(rng, n, dim)
     query = _unit_rows(rng, 1, dim)[0]
-    ivf, order = IVF.build(matrix, lists=lists, seed=seed)
-    permuted = matrix[order]
-    positions, scores = ivf.search(permuted, query, k, nprobe=ivf.lists)
+    ivf = IVF.build(n, lambda p: matrix[p], lists=lists, seed=seed)
+    positions, scores = ivf.search(lambda p: matrix[p] @ query, query, k, nprobe=ivf.lists)
     exact = matrix @ query
-    assert sorted(order.tolist()) == list(range(n))
+    assert sorted(ivf.order.tolist()) == list(range(n))
     assert len(positions) == min(k, n) == len(set(positions.tolist()))
     np.testing.assert_allclose(scores, np.sort(exact)[::-1][: min(k, n)], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(permuted[positions] @ query, scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(matrix[positions] @ query, scores, rtol=1e-5, atol=1e-6)
 
 
 @settings(max_examples=40, deadline=None)
@@ -104,16 +103,14 @@ def test_ivf_probing_every_list_returns_the_exact_top_k(
 def test_an_extended_ivf_still_covers_every_row_exactly_once(n: int, extra: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     first = _unit_rows(rng, n, 6)
-    ivf, order = IVF.build(first, seed=seed)
-    permuted = first[order]
-    tail = _unit_rows(rng, extra, 6)
-    grown, again = ivf.extended(tail)
-    combined = np.concatenate([permuted, tail])[again]
+    ivf = IVF.build(n, lambda p: first[p], seed=seed)
+    combined = np.concatenate([first, _unit_rows(rng, extra, 6)])
+    grown = ivf.extended(n + extra, lambda p: combined[p])
     query = _unit_rows(rng, 1, 6)[0]
     assert grown.rows == n + extra
-    assert sorted(again.tolist()) == list(range(n + extra))
-    _, scores = grown.search(combined, query, n + extra, nprobe=grown.lists)
-    exact = np.concatenate([first, tail]) @ query
+    assert sorted(grown.order.tolist()) == list(range(n + extra))
+    _, scores = grown.search(lambda p: combined[p] @ query, query, n + extra, grown.lists)
+    exact = combined @ query
     np.testing.assert_allclose(scores, np.sort(exact)[::-1], rtol=1e-5, atol=1e-6)
 
 

@@ -82,7 +82,7 @@ def test_a_different_embedder_re_embeds_everything_and_never_mixes(db_path: Path
     assert brain.store.scalar("SELECT count(*) FROM vectors") == 0
     _drain(brain)
     lengths = {len(r[0]) for r in brain.store.execute("SELECT vector FROM vectors")}
-    assert lengths == {32 * 4}
+    assert lengths == {32 + 4}  # int8 codes and a float32 scale (v19)
     hits = brain.grep(GrepOptions("alpha deploy", mode="semantic"))
     assert hits
     brain.close()
@@ -241,7 +241,7 @@ def test_a_change_of_embedder_embeds_each_distinct_text_once_again(db_path: Path
     _drain(brain)
     assert counting.seen == ["same words"]
     lengths = {len(r[0]) for r in brain.store.execute("SELECT vector FROM vectors")}
-    assert lengths == {32 * 4}
+    assert lengths == {32 + 4}  # int8 codes and a float32 scale (v19)
     brain.close()
 
 
@@ -282,7 +282,7 @@ def test_a_process_whose_embedder_was_replaced_by_another_refuses_to_mix(db_path
 
     _drain(second)
     lengths = {len(r[0]) for r in second.store.execute("SELECT vector FROM vectors")}
-    assert lengths == {32 * 4}
+    assert lengths == {32 + 4}  # int8 codes and a float32 scale (v19)
     assert second.grep(GrepOptions("alpha deploy", mode="semantic"))
     first.close()
     second.close()

@@ -1,0 +1,115 @@
+"""int8 vectors with one float32 scale per row: how vectors are stored and searched.
+
+A unit vector ``v`` is stored as ``q = round(v / s)`` with ``s = max|v| / 127``, so
+``q`` fits int8 and ``v ~ s * q``. The blob in ``vectors.vector`` is the ``dim`` int8
+bytes followed by ``s`` as little-endian float32 (``dim + 4`` bytes: 260 at dim 256,
+a quarter of float32's 1,024). A dot product with a float32 query is
+``s * (q . x)``: the matrix is searched as it is stored, never expanded to float32
+(``scores`` lets numpy cast int8 to float32 in small buffers as it multiplies).
+
+Databases from before schema v19 stored float32 blobs (``4 * dim`` bytes); the v19
+migration rewrites them with :func:`sql_quantised`, and every reader still accepts
+them (the length tells the two apart: ``dim + 4 == 4 * dim`` has no integer solution).
+
+Tested in tests/brain/vectors/test_quantise.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["decode", "decode_rows", "encode", "quantise", "scores", "sql_quantised"]
+
+Matrix = npt.NDArray[np.float32]
+Codes = npt.NDArray[np.int8]
+
+_SCALE = np.dtype("<f4")
+
+
+def quantise(vectors: Matrix) -> tuple[Codes, Matrix]:
+    """``(codes, scales)`` of float32 rows: int8 ``(n, dim)`` and float32 ``(n,)``."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors.reshape(1, -1)
+    peak = np.abs(vectors).max(axis=1) if vectors.shape[1] else np.zeros(len(vectors), np.float32)
+    scales = (peak / 127.0).astype(np.float32)
+    # A zero row keeps scale 0 and codes 0 (dividing by 1 instead of 0).
+    safe = np.where(scales > 0, scales, 1.0).astype(np.float32)
+    codes = np.clip(np.rint(vectors / safe[:, None]), -127, 127).astype(np.int8)
+    return codes, scales
+
+
+def encode(vectors: Matrix) -> list[bytes]:
+    """One stored blob per float32 row: int8 codes then the float32 scale."""
+    codes, scales = quantise(vectors)
+    stored = np.empty((len(codes), codes.shape[1] + 4), dtype=np.uint8)
+    stored[:, : codes.shape[1]] = codes.view(np.uint8)
+    stored[:, codes.shape[1] :] = scales.astype(_SCALE).reshape(-1, 1).view(np.uint8)
+    return [row.tobytes() for row in stored]
+
+
+def decode_rows(blobs: Sequence[bytes], dim: int) -> tuple[Codes, Matrix]:
+    """``(codes, scales)`` of stored blobs, int8 or legacy float32 (quantised here).
+
+    Raises ``ValueError`` for a blob of any other length.
+    """
+    n = len(blobs)
+    if n == 0:
+        return np.zeros((0, dim), dtype=np.int8), np.zeros(0, dtype=np.float32)
+    width = dim + 4
+    if all(len(b) == width for b in blobs):
+        # The common case: one join, one reinterpretation, no per-row work.
+        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(n, width)
+        codes = raw[:, :dim].view(np.int8).copy()
+        scales = np.ascontiguousarray(raw[:, dim:]).view(_SCALE).reshape(n).astype(np.float32)
+        return codes, scales
+    codes = np.zeros((n, dim), dtype=np.int8)
+    scales = np.zeros(n, dtype=np.float32)
+    for i, blob in enumerate(blobs):
+        codes[i], scales[i] = _decode_one(blob, dim)
+    return codes, scales
+
+
+def decode(blob: bytes, dim: int) -> Matrix:
+    """The float32 vector a stored blob approximates (either format)."""
+    codes, scale = _decode_one(blob, dim)
+    return (codes.astype(np.float32) * scale).astype(np.float32)
+
+
+def scores(codes: Codes, scales: Matrix, query: Matrix) -> Matrix:
+    """Dot products of quantised rows with a float32 query (float32, one per row).
+
+    ``einsum`` casts the int8 rows in small buffers: no float32 copy of the matrix.
+    """
+    if len(codes) == 0:
+        return np.zeros(0, dtype=np.float32)
+    dots: Matrix = np.einsum(
+        "ij,j->i", codes, query.astype(np.float32, copy=False), dtype=np.float32
+    )
+    return (dots * scales).astype(np.float32, copy=False)
+
+
+def sql_quantised(blob: bytes | None, dim: int | None) -> bytes | None:
+    """The v19 migration's SQL function: a float32 blob of ``dim`` rewritten as int8.
+
+    Blobs of any other length (already int8, or of another width) are returned as
+    they are; the doctor's ``vectors`` check reports wrong lengths.
+    """
+    if blob is None or dim is None or len(blob) != 4 * dim:
+        return blob
+    return encode(np.frombuffer(blob, dtype=np.float32).reshape(1, dim))[0]
+
+
+def _decode_one(blob: bytes, dim: int) -> tuple[Codes, np.float32]:
+    if len(blob) == dim + 4:
+        codes = np.frombuffer(blob, dtype=np.int8, count=dim)
+        return codes, np.frombuffer(blob, dtype=_SCALE, offset=dim, count=1).astype(np.float32)[0]
+    if len(blob) == 4 * dim:
+        codes, scales = quantise(np.frombuffer(blob, dtype=np.float32).reshape(1, dim))
+        return codes[0], scales[0]
+    raise ValueError(
+        f"a stored vector of {len(blob)} bytes is neither int8 nor float32 of dim {dim}"
+    )

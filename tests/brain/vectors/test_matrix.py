@@ -1,0 +1,124 @@
+"""The index's rows in the matrix file beside the database (brain.vectors.matrix).
+
+A new ``VectorIndex`` over the same database stands for a restarted process.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from brain import MessageIn, Store
+from brain.lcm.ingest import ingest
+from brain.store.connection import open_store
+from brain.vectors import matrix
+from brain.vectors.embedders import HashEmbedder
+from brain.vectors.index import VectorIndex
+from brain.vectors.writes import drop_vectors
+
+DIM = 32
+_WORDS = "deploy alpha cat garden rain invoice budget kernel queue guitar trail pasta".split()
+
+
+def _fill(store: Store, count: int, seed: int = 1, session: str = "s") -> None:
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choice(_WORDS) for _ in range(6)) + f" {seed}-{i}" for i in range(count)]
+    ingest(
+        store, session, [MessageIn("user", t, client_id=f"{seed}-{i}") for i, t in enumerate(texts)]
+    )
+
+
+def _index(store: Store, dim: int = DIM, **kwargs: int | bool) -> VectorIndex:
+    index = VectorIndex(dim, background=False, **kwargs)  # type: ignore[arg-type]
+    index.check_identity(store, HashEmbedder(dim))
+    while index.drain(store, HashEmbedder(dim), batch=500):
+        pass
+    return index
+
+
+def _query(text: str, dim: int = DIM) -> npt.NDArray[np.float32]:
+    vector: npt.NDArray[np.float32] = HashEmbedder(dim).embed([text])[0]
+    return vector
+
+
+def _vector_reads(store: Store) -> list[int]:
+    """Starts of the id ranges of vectors read from the database, as they happen."""
+    starts: list[int] = []
+
+    def trace(sql: str, bindings: object) -> None:
+        if sql.startswith("SELECT kind, row_id, conversation_id, vector FROM vectors"):
+            assert isinstance(bindings, tuple)
+            starts.append(int(bindings[0]))
+
+    store.set_tracer(trace)
+    return starts
+
+
+def test_a_restarted_index_maps_its_file_and_reads_only_the_rows_added_since(
+    store: Store,
+) -> None:
+    _fill(store, 40)
+    first = _index(store)
+    assert len(first.search(store, _query("garden rain"), 100)) == 40  # writes the file
+    ingest(store, "s", [MessageIn("user", "zebra xylophone quartz", client_id="late")])
+    assert first.drain(store, HashEmbedder(DIM)) == 1
+    reads = _vector_reads(store)
+    again = _index(store)
+    hits = again.search(store, _query("zebra xylophone quartz"), 100)
+    store.set_tracer(None)
+    assert len(hits) == 41
+    assert hits[0][1] == store.scalar("SELECT id FROM messages WHERE client_id = 'late'")
+    assert reads and all(start > 0 for start in reads)  # never the whole table again
+    in_memory = _index(store, file=False)
+    assert hits == in_memory.search(store, _query("zebra xylophone quartz"), 100)
+
+
+def test_a_vector_deleted_after_the_file_was_written_is_never_returned(store: Store) -> None:
+    _fill(store, 30)
+    assert len(_index(store).search(store, _query("cat"), 100)) == 30
+    gone = int(store.scalar("SELECT min(id) FROM messages"))
+    with store.transaction():
+        drop_vectors(store, "message", [gone])
+    hits = _index(store).search(store, _query("cat"), 100)
+    assert len(hits) == 29
+    assert gone not in {row for _, row, _ in hits}
+
+
+def test_a_file_copied_from_another_database_is_not_trusted(tmp_path: Path) -> None:
+    one, two = open_store(tmp_path / "one.db"), open_store(tmp_path / "two.db")
+    try:
+        _fill(one, 20, seed=1)
+        _fill(two, 20, seed=2)
+        _index(one).search(one, _query("budget"), 100)
+        shutil.copy(
+            matrix.cache_path(one.path, ("message", "summary")),
+            matrix.cache_path(two.path, ("message", "summary")),
+        )
+        got = _index(two).search(two, _query("budget"), 100)
+        assert got == _index(two, file=False).search(two, _query("budget"), 100)
+    finally:
+        one.close()
+        two.close()
+
+
+def test_loading_and_indexing_allocate_well_under_one_float32_matrix(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chunks of 128 rows at 1,500 rows stand for chunks of 16k at 1M rows.
+    monkeypatch.setattr(matrix, "_CHUNK", 128)
+    dim, n = 256, 1500
+    _fill(store, n)
+    index = _index(store, dim=dim, exact_below=10**9)
+    tracemalloc.start()
+    try:
+        assert len(index.search(store, _query("kernel", dim), 5)) == 5
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.5 * n * dim * 4
