@@ -1578,8 +1578,11 @@ def _vectors_params(s: Settings) -> dict[str, Any]:
         "vectors": "StaticEmbedder over diverse_texts (60-300 chars), queries 3-word texts",
         "k": 10,
         "queries": VECTOR_QUERIES,
-        "exact": "matrix @ query, then argpartition",
-        "ivf": "brain.vectors.ann.IVF, sqrt(n) lists, default_nprobe",
+        "stored": "int8 rows with a float32 scale each (brain.vectors.quantise), as the index",
+        "exact": "int8 rows x float32 query (einsum), then argpartition",
+        "ivf": "brain.vectors.ann.IVF over the int8 rows, sqrt(n) lists, default_nprobe",
+        "recall": "recall_at_10: IVF over int8 vs exact float32; int8_exact_recall_at_10: "
+        "exact int8 vs exact float32",
         "note": "sizes via --vector-rows (default 100000,1000000)",
     }
 
@@ -1597,10 +1600,12 @@ def _embedded(count: int) -> Any:
 
 
 def bench_vectors(shared: Shared, work: Path) -> Metrics:
-    """Top-10 latency exact vs IVF at each size, IVF build time and recall@10 vs exact."""
+    """Top-10 latency exact vs IVF at each size over the int8 rows the index stores, IVF
+    build time, and recall@10 of int8 exact and int8 IVF against exact float32."""
     import numpy as np
 
     from brain import IVF, StaticEmbedder, exact_top_k, ivf_default_nprobe
+    from brain.vectors.quantise import quantise, scores
 
     del work
     out: Metrics = {}
@@ -1609,30 +1614,154 @@ def bench_vectors(shared: Shared, work: Path) -> Metrics:
     queries = np.concatenate([queries, extra])[:VECTOR_QUERIES]
     for count in _vector_sizes(shared.settings):
         matrix = _embedded(count)
+        codes, scales = quantise(matrix)
         key = f"rows_{count}."
+
+        def vectors(p: Any, codes: Any = codes, scales: Any = scales) -> Any:
+            return (codes[p].astype(np.float32) * scales[p, None]).astype(np.float32)
+
         t0 = time.perf_counter()
-        ivf, order = IVF.build(matrix)
-        permuted = np.ascontiguousarray(matrix[order])
+        ivf = IVF.build(count, vectors)
         out[f"{key}ivf_build_s"] = time.perf_counter() - t0
         nprobe = ivf_default_nprobe(ivf.lists)
         exact_ns: list[int] = []
         ivf_ns: list[int] = []
         recall: list[float] = []
+        recall_int8: list[float] = []
+        recall_ivf_f32: list[float] = []
         for q in queries:
+            truth = set(exact_top_k(matrix @ q, 10).tolist())  # float32, as before v19
             t1 = time.perf_counter_ns()
-            truth = exact_top_k(permuted @ q, 10)
+            exact = exact_top_k(scores(codes, scales, q), 10)
             exact_ns.append(time.perf_counter_ns() - t1)
             t1 = time.perf_counter_ns()
-            found, _ = ivf.search(permuted, q, 10, nprobe)
+            found, _ = ivf.search(
+                lambda p, q=q, c=codes, s=scales: scores(c[p], s[p], q), q, 10, nprobe
+            )
             ivf_ns.append(time.perf_counter_ns() - t1)
-            recall.append(len(set(truth.tolist()) & set(found.tolist())) / len(truth))
+            recall.append(len(truth & set(found.tolist())) / len(truth))
+            recall_int8.append(len(truth & set(exact.tolist())) / len(truth))
+            recall_ivf_f32.append(len(set(exact.tolist()) & set(found.tolist())) / len(truth))
         for name, ns in (("exact", exact_ns), ("ivf", ivf_ns)):
             lat = latency_metrics(ns)
             out[f"{key}{name}_p50_ms"], out[f"{key}{name}_p95_ms"] = lat["p50_ms"], lat["p95_ms"]
         out[f"{key}recall_at_10"] = statistics.fmean(recall)
+        out[f"{key}int8_exact_recall_at_10"] = statistics.fmean(recall_int8)
+        out[f"{key}ivf_vs_int8_exact_recall_at_10"] = statistics.fmean(recall_ivf_f32)
         out[f"{key}lists"], out[f"{key}nprobe"] = float(ivf.lists), float(nprobe)
-        out[f"{key}matrix_mb"] = matrix.nbytes / 2**20
-        del permuted
+        out[f"{key}float32_matrix_mb"] = matrix.nbytes / 2**20
+        out[f"{key}matrix_mb"] = (codes.nbytes + scales.nbytes) / 2**20
+    return out
+
+
+BIGVECTORS_MESSAGES: Final = 1_000_000
+BIGVECTORS_QUERIES: Final = 30  # timed grep calls per mode and scope
+
+
+def _bigvectors_params(s: Settings) -> dict[str, Any]:
+    return {
+        "messages": s.n(BIGVECTORS_MESSAGES, GREP_SESSION_MESSAGES),
+        "build": "the grep bench's database (Brain.ingest in batches of 5,000, 1,000 messages "
+        "a conversation, StaticEmbedder through Brain.embed_pending), built once into "
+        "$BENCH_BIGVECTORS_DB if set (and kept), else into the work directory",
+        "through": "the daemon (brain serve), raw pipes",
+        "cold": "the matrix file removed first: the first semantic grep reads every vector "
+        "from SQLite and writes the file",
+        "warm": "restarted with the file in place: the first semantic grep maps it",
+        "rss": "VmRSS after the first ping, VmHWM after the first semantic answer "
+        "(/proc/PID/status); loading_peak_over_matrix = (VmHWM - VmRSS at ping) / file size",
+        "queries": f"{BIGVECTORS_QUERIES} per mode and scope after the IVF build (waited "
+        "for by polling until unscoped semantic grep stops changing speed, at most 120 s)",
+    }
+
+
+def _proc_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def bench_bigvectors(shared: Shared, work: Path) -> Metrics:
+    """Start-up, first semantic answer, RSS while loading, matrix bytes and grep p50 at 1M
+    messages, through the daemon, with the matrix file absent (cold) and present (warm)."""
+    count = shared.settings.n(BIGVECTORS_MESSAGES, GREP_SESSION_MESSAGES)
+    kept = os.environ.get("BENCH_BIGVECTORS_DB")
+    db = Path(kept) if kept else work / f"bigvectors-{count}.db"
+    out: Metrics = {}
+    if not db.exists():
+        db.parent.mkdir(parents=True, exist_ok=True)
+        brain = Brain(db, BrainConfig(compaction=CompactionConfig(auto=False)))
+        try:
+            print(f"  bigvectors: building {count} messages", file=sys.stderr)
+            out["ingest_s"], out["embed_s"] = _build_grep_db(brain, count)
+        finally:
+            brain.close()
+    matrix_file = db.with_name(f"{db.name}-vectors.message-summary")
+    queries = _grep_queries(SEED + 41)
+    session = f"conv-{count // GREP_SESSION_MESSAGES // 2}"
+    for phase in ("cold", "warm"):
+        if phase == "cold":
+            matrix_file.unlink(missing_ok=True)
+        key = f"{phase}."
+        started = time.perf_counter()
+        with raw_daemon(db, work / "bigvectors.log") as proc:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+
+            def call(
+                method: str,
+                params: dict[str, Any] | None = None,
+                proc: subprocess.Popen[bytes] = proc,
+            ) -> dict[str, Any]:
+                assert proc.stdin is not None
+                assert proc.stdout is not None
+                proc.stdin.write(frame(1, method, params))
+                proc.stdin.flush()
+                answer = read_answer(proc.stdout)
+                if "result" not in answer:
+                    raise RuntimeError(f"unexpected {method} answer: {answer}")
+                return answer
+
+            call("ping")
+            out[f"{key}first_ping_ms"] = (time.perf_counter() - started) * 1000
+            rss_ping = _proc_kb(proc.pid, "VmRSS")
+            call("grep", {"query": queries[0], "mode": "semantic", "all": True})
+            out[f"{key}first_semantic_ms"] = (time.perf_counter() - started) * 1000
+            hwm = _proc_kb(proc.pid, "VmHWM")
+            matrix_bytes = matrix_file.stat().st_size if matrix_file.exists() else 0
+            out[f"{key}rss_at_ping_mb"] = rss_ping / 1024
+            out[f"{key}peak_rss_after_load_mb"] = hwm / 1024
+            out[f"{key}matrix_file_mb"] = matrix_bytes / 2**20
+            if matrix_bytes:
+                out[f"{key}loading_peak_over_matrix"] = (hwm - rss_ping) * 1024 / matrix_bytes
+            if phase == "cold":
+                continue
+            # The IVF builds on a thread after the first search: wait until unscoped
+            # semantic grep settles (or 120 s) before timing.
+            deadline = time.perf_counter() + 120
+            last = math.inf
+            while time.perf_counter() < deadline:
+                t0 = time.perf_counter()
+                call("grep", {"query": queries[1], "mode": "semantic", "all": True})
+                took = time.perf_counter() - t0
+                if took > 0.5 * last and took < 0.1:
+                    break
+                last = took
+                time.sleep(2)
+            for mode in ("semantic", "hybrid"):
+                for scope, extra in (("all", {"all": True}), ("scoped", {"session": session})):
+                    ns: list[int] = []
+                    for q in queries[2 : 2 + BIGVECTORS_QUERIES]:
+                        t0 = time.perf_counter_ns()
+                        call("grep", {"query": q, "mode": mode, **extra})
+                        ns.append(time.perf_counter_ns() - t0)
+                    lat = latency_metrics(ns)
+                    out[f"{key}{mode}_{scope}_p50_ms"] = lat["p50_ms"]
+                    out[f"{key}{mode}_{scope}_p95_ms"] = lat["p95_ms"]
+            out[f"{key}peak_rss_mb"] = _proc_kb(proc.pid, "VmHWM") / 1024
+    if not kept:
+        _remove_db(db)
     return out
 
 
@@ -3227,6 +3356,13 @@ BENCHES: Final[tuple[Bench, ...]] = (
         bench_vectors,
     ),
     Bench(
+        "bigvectors",
+        "1M messages through the daemon: first ping, first semantic grep, RSS while loading "
+        "the vectors (matrix file absent, then present), matrix bytes, semantic/hybrid p50",
+        _bigvectors_params,
+        bench_bigvectors,
+    ),
+    Bench(
         "graph",
         "learned retrieval graph through Brain at 1k/5k(/50k) nodes: build, query p50/p95 "
         "(embed vs traverse), teach/learn/correction, maintain, save",
@@ -3347,6 +3483,16 @@ TARGETS: Final[tuple[Target, ...]] = (
         20,
         "with recall_at_10 >= 0.95; exact top-k at 1M x 256 is memory-bound (~25 ms), "
         "vec0 brute force ~80 ms",
+    ),
+    Target("vectors", "rows_100000.int8_exact_recall_at_10", ">=", 0.95),
+    Target("bigvectors", "warm.first_ping_ms", "<=", 500, "issue 17: first answer <= 0.5 s"),
+    Target("bigvectors", "warm.first_semantic_ms", "<=", 1000, "issue 17: at 1M messages"),
+    Target(
+        "bigvectors",
+        "cold.loading_peak_over_matrix",
+        "<=",
+        1.2,
+        "issue 17: peak RSS while loading <= 1.2x the final matrix (was 3.4-3.6 GB at 1M)",
     ),
     Target(
         "assemble",
