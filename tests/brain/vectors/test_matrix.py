@@ -17,7 +17,7 @@ import pytest
 from brain import MessageIn, Store
 from brain.lcm.ingest import ingest
 from brain.store.connection import open_store
-from brain.vectors import matrix
+from brain.vectors import matrix, quantise
 from brain.vectors.embedders import HashEmbedder
 from brain.vectors.index import VectorIndex
 from brain.vectors.writes import drop_vectors
@@ -110,8 +110,10 @@ def test_a_file_copied_from_another_database_is_not_trusted(tmp_path: Path) -> N
 def test_loading_and_indexing_allocate_well_under_one_float32_matrix(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Chunks of 128 rows at 1,500 rows stand for chunks of 16k at 1M rows.
+    # Chunks of 128 rows at 1,500 rows stand for chunks of 16k at 1M rows (and scoring
+    # blocks of 64 rows for blocks of 1,024).
     monkeypatch.setattr(matrix, "_CHUNK", 128)
+    monkeypatch.setattr(quantise, "_BLOCK", 64)
     dim, n = 256, 1500
     _fill(store, n)
     index = _index(store, dim=dim, exact_below=10**9)
