@@ -8,8 +8,10 @@ a quarter of float32's 1,024). A dot product with a float32 query is
 (``scores`` casts a block of rows at a time into a small scratch buffer).
 
 Databases from before schema v19 stored float32 blobs (``4 * dim`` bytes); the v19
-migration rewrites them with :func:`sql_quantised`, and every reader still accepts
+migration rewrites them, and every reader still accepts
 them (the length tells the two apart: ``dim + 4 == 4 * dim`` has no integer solution).
+The migration's own copy of ``encode`` (``brain.store.migrations.vectors_int8``; the
+store layer may not import this one) writes the same bytes.
 
 Tested in tests/brain/vectors/test_quantise.py.
 """
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["decode", "decode_rows", "encode", "quantise", "scores", "sql_quantised"]
+__all__ = ["decode", "decode_rows", "encode", "quantise", "scores"]
 
 Matrix = npt.NDArray[np.float32]
 Codes = npt.NDArray[np.int8]
@@ -101,17 +103,6 @@ def scores(codes: Codes, scales: Matrix, query: Matrix) -> Matrix:
         np.dot(block, q, out=out[start:end])
     out *= scales
     return out
-
-
-def sql_quantised(blob: bytes | None, dim: int | None) -> bytes | None:
-    """The v19 migration's SQL function: a float32 blob of ``dim`` rewritten as int8.
-
-    Blobs of any other length (already int8, or of another width) are returned as
-    they are; the doctor's ``vectors`` check reports wrong lengths.
-    """
-    if blob is None or dim is None or len(blob) != 4 * dim:
-        return blob
-    return encode(np.frombuffer(blob, dtype=np.float32).reshape(1, dim))[0]
 
 
 def _decode_one(blob: bytes, dim: int) -> tuple[Codes, np.float32]:
