@@ -85,6 +85,8 @@ if TYPE_CHECKING:
         StaticEmbedder,
         default_embedder,
     )
+    from brain.vectors.quantise import quantise as quantise_vectors
+    from brain.vectors.quantise import scores as quantised_scores
 
 _WHERE: dict[str, str] = {
     "AssembleOptions": "brain.lcm.assemble",
@@ -152,6 +154,8 @@ _WHERE: dict[str, str] = {
     "ivf_default_nprobe": "brain.vectors.ann:default_nprobe",
     "node_ranking": "brain.recall.search.node_ranking:",
     "open_store": "brain.store.connection",
+    "quantise_vectors": "brain.vectors.quantise:quantise",
+    "quantised_scores": "brain.vectors.quantise:scores",
     "ranking": "brain.recall.search:ranking",
     "session_conversation": "brain.lcm.context:conversation",
     "teach_text": "brain.graph.service",
@@ -240,6 +244,8 @@ __all__ = [
     "node_ranking",
     "offline_summarizer",
     "open_store",
+    "quantise_vectors",
+    "quantised_scores",
     "ranking",
     "session_conversation",
     "teach_text",

@@ -1605,7 +1605,8 @@ def bench_vectors(shared: Shared, work: Path) -> Metrics:
     import numpy as np
 
     from brain import IVF, StaticEmbedder, exact_top_k, ivf_default_nprobe
-    from brain.vectors.quantise import quantise, scores
+    from brain import quantise_vectors as quantise
+    from brain import quantised_scores as scores
 
     del work
     out: Metrics = {}

@@ -81,6 +81,8 @@ SURFACE = [
     "node_ranking",
     "offline_summarizer",
     "open_store",
+    "quantise_vectors",
+    "quantised_scores",
     "ranking",
     "session_conversation",
     "teach_text",
