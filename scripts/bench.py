@@ -3465,9 +3465,9 @@ class Target:
 
     @property
     def name(self) -> str:
-        """Its key in the report: the bench, plus the figure's group if nested."""
-        group, _, _ = self.metric.rpartition(".")
-        return f"{self.bench}.{group}" if group else self.bench
+        """Its key in the report: the bench and the figure (two targets on one group of
+        figures must not share a key, or the report shows only the last)."""
+        return f"{self.bench}.{self.metric}"
 
 
 TARGETS: Final[tuple[Target, ...]] = (
