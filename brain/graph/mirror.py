@@ -39,6 +39,7 @@ from dataclasses import replace
 from typing import Final
 
 from brain.graph.nodes import EdgeWrite, graph_epoch
+from brain.graph.packed import load_edges
 from brain.graph.states import GraphDelta, GraphState, NodeEntry, Step, next_state
 from brain.store.connection import Store
 
@@ -88,32 +89,32 @@ class Graph:
         return self._state.inc
 
     @property
-    def authority(self) -> dict[int, str]:
+    def authority(self) -> Mapping[int, str]:
         """Node row id -> authority, in the current state."""
         return self._state.authority
 
     @property
-    def kind(self) -> dict[int, str]:
+    def kind(self) -> Mapping[int, str]:
         """Node row id -> kind, in the current state."""
         return self._state.kind
 
     @property
-    def public(self) -> dict[int, str]:
+    def public(self) -> Mapping[int, str]:
         """Node row id -> public id, in the current state."""
         return self._state.public
 
     @property
-    def by_public(self) -> dict[str, int]:
+    def by_public(self) -> Mapping[str, int]:
         """Public id -> node row id, in the current state."""
         return self._state.by_public
 
     @property
-    def by_summary(self) -> dict[int, int]:
+    def by_summary(self) -> Mapping[int, int]:
         """Summary row id -> its node's row id, in the current state."""
         return self._state.by_summary
 
     @property
-    def prior(self) -> dict[int, float]:
+    def prior(self) -> Mapping[int, float]:
         """Learned priors of the current state's nodes that have one (absent: 0)."""
         return self._state.prior
 
@@ -182,11 +183,8 @@ class Graph:
 
     def _load(self, store: Store, epoch: int) -> GraphState:
         """Read the whole graph from ``store`` (the snapshot at ``epoch``); publish it if newer."""
-        out: dict[int, dict[int, float]] = {}
-        inc: dict[int, dict[int, float]] = {}
-        for source, target, weight in store.execute("SELECT source, target, weight FROM edges"):
-            out.setdefault(source, {})[target] = weight
-            inc.setdefault(target, {})[source] = weight
+        out = load_edges(store)
+        inc = out.transposed()
         authority: dict[int, str] = {}
         kind: dict[int, str] = {}
         public: dict[int, str] = {}

@@ -5,8 +5,9 @@ A ``GraphState`` is one consistent state of the graph's adjacency and node maps,
 never changed once published. A ``Step`` is a committed transaction (epoch
 ``before`` -> ``after``) with its ``GraphDelta``; ``next_state`` applies steps
 to a state without touching it: each touched adjacency row is copied once, and
-the adjacency maps are a base shared with older states plus the rows changed
-since (``Rows``), folded into a new base once they pass an eighth of it.
+every map (adjacency, node maps, priors) is a base shared with older states
+plus the entries changed since (``Layered``), folded into a new base once they
+pass an eighth of it, so a step costs what it changed, not the graph's size.
 ``brain.graph.mirror.Graph`` holds the states and swaps them. Tested in
 tests/brain/graph/test_mirror.py.
 """
@@ -18,11 +19,24 @@ import gc
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
+from brain.graph.packed import PackedRows
 from brain.store.connection import Store
 
-__all__ = ["GraphDelta", "GraphState", "NodeEntry", "Rows", "Step", "add_nodes", "next_state"]
+__all__ = [
+    "GraphDelta",
+    "GraphState",
+    "Layered",
+    "NodeEntry",
+    "Rows",
+    "Step",
+    "add_nodes",
+    "next_state",
+]
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 NodeEntry = tuple[int, str, str, str, int | None]
 """A node as the mirror keeps it: (row id, public id, kind, authority, summary row)."""
@@ -44,13 +58,13 @@ class GraphState:
     """Outgoing edges: source -> {target: weight}."""
     inc: Mapping[int, dict[int, float]] = field(default_factory=dict)
     """Incoming edges: target -> {source: weight}."""
-    authority: dict[int, str] = field(default_factory=dict)
-    kind: dict[int, str] = field(default_factory=dict)
-    public: dict[int, str] = field(default_factory=dict)
-    by_public: dict[str, int] = field(default_factory=dict)
-    by_summary: dict[int, int] = field(default_factory=dict)
+    authority: Mapping[int, str] = field(default_factory=dict)
+    kind: Mapping[int, str] = field(default_factory=dict)
+    public: Mapping[int, str] = field(default_factory=dict)
+    by_public: Mapping[str, int] = field(default_factory=dict)
+    by_summary: Mapping[int, int] = field(default_factory=dict)
     """Summary row id -> its node's row id."""
-    prior: dict[int, float] = field(default_factory=dict)
+    prior: Mapping[int, float] = field(default_factory=dict)
     """Learned priors of the nodes that have one (absent: 0)."""
     _adding: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
@@ -78,15 +92,23 @@ class GraphState:
 
 
 def add_nodes(state: GraphState, nodes: Sequence[NodeEntry]) -> None:
-    """Add node entries to ``state``'s maps in place (only to a state not yet published,
-    or for nodes that already exist at its epoch)."""
+    """Add node entries to ``state``'s maps in place (only for nodes that already exist
+    at its epoch: a published state's entries never change)."""
     for row_id, node_id, node_kind, node_authority, summary in nodes:
-        state.kind[row_id] = node_kind
-        state.authority[row_id] = node_authority
-        state.public[row_id] = node_id
-        state.by_public[node_id] = row_id
+        _put(state.kind, row_id, node_kind)
+        _put(state.authority, row_id, node_authority)
+        _put(state.public, row_id, node_id)
+        _put(state.by_public, node_id, row_id)
         if summary is not None:
-            state.by_summary[summary] = row_id
+            _put(state.by_summary, summary, row_id)
+
+
+def _put(target: Mapping[K, V], key: K, value: V) -> None:
+    """Set ``key`` in a state's map in place: a plain dict, or a ``Layered`` map's own top."""
+    if isinstance(target, Layered):
+        target.top[key] = value
+    else:
+        cast(dict[K, V], target)[key] = value
 
 
 @dataclass(slots=True)
@@ -160,52 +182,107 @@ _COLLECTOR: Final = _Collector()
 
 
 _MISSING: Final = object()
+_GONE: Final = object()
+"""In a ``Layered`` map's top: the key was removed since the base."""
 _FLATTEN_MIN: Final = 1_024
-"""A state's changed rows are folded into a new base past max(this, an eighth of the base)."""
+"""A state's changed entries are folded into a new base past max(this, an eighth of the base)."""
 
 
-class Rows(Mapping[int, dict[int, float]]):
-    """Adjacency rows: a base map shared with older states, plus the rows changed since.
+class Layered(Mapping[K, V], Generic[K, V]):
+    """A map made of a base shared with older states, plus the entries changed since.
 
-    A state made from the previous one copies only the changed rows' index
-    (``top``; None marks a removed row), not the whole map: at 100k nodes a
-    copy of the outer map cost ~7 ms, paid per chunk of a maintain run.
+    A state made from the previous one copies only the changed entries (``top``;
+    ``_GONE`` marks a removed one), not the whole map: at 100k nodes a copy of an
+    outer adjacency map cost ~7 ms, paid per chunk of a maintain run, and a copy of
+    the five node maps ~7 ms, paid per taught node.
     """
 
     __slots__ = ("base", "top")
 
-    def __init__(
-        self, base: dict[int, dict[int, float]], top: dict[int, dict[int, float] | None]
-    ) -> None:
+    def __init__(self, base: Mapping[K, V], top: dict[K, Any]) -> None:
         self.base = base
         self.top = top
 
-    def __getitem__(self, key: int) -> dict[int, float]:
-        row = self.top.get(key, _MISSING)
-        if row is _MISSING:
+    def __getitem__(self, key: K) -> V:
+        value = self.top.get(key, _MISSING)
+        if value is _MISSING:
             return self.base[key]
-        if row is None:
+        if value is _GONE:
             raise KeyError(key)
-        return row  # type: ignore[return-value]
+        return cast(V, value)
 
-    def get(self, key: int, default: Any = None) -> Any:
-        """The row of ``key``, else ``default`` (two lookups at most)."""
-        row = self.top.get(key, _MISSING)
-        if row is _MISSING:
+    def get(self, key: K, default: Any = None) -> Any:
+        """The value of ``key``, else ``default`` (two lookups at most)."""
+        value = self.top.get(key, _MISSING)
+        if value is _MISSING:
             return self.base.get(key, default)
-        return default if row is None else row
+        return default if value is _GONE else value
 
     def __contains__(self, key: object) -> bool:
-        row = self.top.get(key, _MISSING)  # type: ignore[call-overload]
-        return key in self.base if row is _MISSING else row is not None
+        value = self.top.get(cast(K, key), _MISSING)
+        return key in self.base if value is _MISSING else value is not _GONE
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[K]:
         top = self.top
         yield from (k for k in self.base if k not in top)
-        yield from (k for k, row in top.items() if row is not None)
+        yield from (k for k, value in top.items() if value is not _GONE)
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        top = self.top
+        added = sum(1 for k, v in top.items() if v is not _GONE and k not in self.base)
+        removed = sum(1 for k, v in top.items() if v is _GONE and k in self.base)
+        return len(self.base) + added - removed
+
+
+Rows = Layered[int, dict[int, float]]
+"""Adjacency rows: source (or target) -> {other end: weight}."""
+
+
+class _Overlay(Generic[K, V]):
+    """One map of a state being made: changes go to a ``top`` of its own, the base is
+    shared with the state it is made from."""
+
+    def __init__(self, current: Mapping[K, V]) -> None:
+        if isinstance(current, Layered):
+            self.base: Mapping[K, V] = current.base
+            self.top: dict[K, Any] = dict(current.top)
+        else:
+            self.base, self.top = current, {}
+
+    def get(self, key: K) -> V | None:
+        value = self.top.get(key, _MISSING)
+        if value is _MISSING:
+            return self.base.get(key)
+        return None if value is _GONE else cast(V, value)
+
+    def set(self, key: K, value: V) -> None:
+        self.top[key] = value
+
+    def pop(self, key: K) -> V | None:
+        found = self.get(key)
+        if found is not None:
+            if key in self.base:
+                self.top[key] = _GONE
+            else:
+                self.top.pop(key, None)
+        return found
+
+    def made(self) -> Mapping[K, V]:
+        """The map as the new state keeps it: layered, or folded into a new base once the
+        changes pass an eighth of it (lookups stay one probe, the top stays small)."""
+        if not self.top:
+            return self.base
+        if len(self.top) <= max(_FLATTEN_MIN, len(self.base) // 8):
+            return Layered(self.base, self.top)
+        if isinstance(self.base, PackedRows):  # packed arrays stay packed: no dict per row
+            return cast(Mapping[K, V], self.base.merged(cast(dict[int, Any], self.top), _GONE))
+        flat = dict(self.base)
+        for key, value in self.top.items():
+            if value is _GONE:
+                flat.pop(key, None)
+            else:
+                flat[key] = value
+        return flat
 
 
 class _Side:
@@ -213,21 +290,21 @@ class _Side:
     first touch into ``top``."""
 
     def __init__(self, rows: Mapping[int, dict[int, float]]) -> None:
-        if isinstance(rows, Rows):
+        if isinstance(rows, Layered):
             self.base, self.top = rows.base, dict(rows.top)
         else:
-            self.base, self.top = cast(dict[int, dict[int, float]], rows), {}
+            self.base, self.top = rows, {}
         self.own: set[int] = set()
 
     def current(self, key: int) -> dict[int, float] | None:
         row = self.top.get(key, _MISSING)
-        return self.base.get(key) if row is _MISSING else row  # type: ignore[return-value]
+        if row is _MISSING:
+            return self.base.get(key)
+        return None if row is _GONE else cast(dict[int, float], row)
 
     def writable(self, key: int) -> dict[int, float]:
         if key in self.own:
-            row = self.top.get(key)
-            if row is not None:
-                return row
+            return cast(dict[int, float], self.top[key])
         current = self.current(key)
         made = {} if current is None else dict(current)
         self.top[key] = made
@@ -245,70 +322,52 @@ class _Side:
 
     def remove(self, key: int) -> None:
         if key in self.base:
-            self.top[key] = None
+            self.top[key] = _GONE
         else:
             self.top.pop(key, None)
         self.own.discard(key)
 
     def rows(self) -> Mapping[int, dict[int, float]]:
-        if not self.top:
-            return self.base
-        if len(self.top) <= max(_FLATTEN_MIN, len(self.base) // 8):
-            return Rows(self.base, self.top)
-        flat = dict(self.base)  # fold the changed rows in: lookups stay one probe
-        for key, row in self.top.items():
-            if row is None:
-                flat.pop(key, None)
-            else:
-                flat[key] = row
-        return flat
+        overlay: _Overlay[int, dict[int, float]] = _Overlay({})
+        overlay.base, overlay.top = self.base, self.top
+        return overlay.made()
 
 
 class _Next:
-    """A state being made from ``base`` (unpublished): rows copied on first touch."""
+    """A state being made from ``base`` (unpublished): entries copied on first touch."""
 
     def __init__(self, base: GraphState) -> None:
         self.base = base
         self.out = _Side(base.out)
         self.inc = _Side(base.inc)
-        self._nodes: GraphState | None = None  # node maps, copied on the first node change
-        self.prior = base.prior
-
-    def node_maps(self) -> GraphState:
-        if self._nodes is None:
-            b = self.base
-            self._nodes = GraphState(
-                None,
-                {},
-                {},
-                dict(b.authority),
-                dict(b.kind),
-                dict(b.public),
-                dict(b.by_public),
-                dict(b.by_summary),
-            )
-        return self._nodes
+        self.authority = _Overlay(base.authority)
+        self.kind = _Overlay(base.kind)
+        self.public = _Overlay(base.public)
+        self.by_public = _Overlay(base.by_public)
+        self.by_summary = _Overlay(base.by_summary)
+        self.prior = _Overlay(base.prior)
 
     def apply(self, delta: GraphDelta) -> None:
-        if delta.nodes:
-            add_nodes(self.node_maps(), delta.nodes)
+        for row_id, node_id, node_kind, node_authority, summary in delta.nodes:
+            self.kind.set(row_id, node_kind)
+            self.authority.set(row_id, node_authority)
+            self.public.set(row_id, node_id)
+            self.by_public.set(node_id, row_id)
+            if summary is not None:
+                self.by_summary.set(summary, row_id)
         out, inc = self.out, self.inc
         out_top, inc_top, own_out, own_inc = out.top, inc.top, out.own, inc.own
         for op, a, b, value in delta.ops:
             if op == "edge":  # the common case inlined: a maintain run sets a million
-                row = out_top.get(a) if a in own_out else None
-                (row if row is not None else out.writable(a))[b] = value
-                row = inc_top.get(b) if b in own_inc else None
-                (row if row is not None else inc.writable(b))[a] = value
+                (out_top[a] if a in own_out else out.writable(a))[b] = value
+                (inc_top[b] if b in own_inc else inc.writable(b))[a] = value
             elif op == "drop":
                 out.unset(a, b)
                 inc.unset(b, a)
             elif op == "gone":
                 self._drop_node(a)
             elif op == "prior":
-                if self.prior is self.base.prior:
-                    self.prior = dict(self.prior)
-                self.prior[a] = value
+                self.prior.set(a, value)
 
     def _drop_node(self, row_id: int) -> None:
         for target in list(self.out.current(row_id) or ()):
@@ -317,31 +376,27 @@ class _Next:
             self.out.unset(source, row_id)
         self.out.remove(row_id)
         self.inc.remove(row_id)
-        nodes = self.node_maps()
-        nodes.authority.pop(row_id, None)
-        if nodes.kind.pop(row_id, None) == "summary":
-            for summary in [s for s, n in nodes.by_summary.items() if n == row_id]:
-                del nodes.by_summary[summary]
-        public = nodes.public.pop(row_id, None)
+        self.authority.pop(row_id)
+        if self.kind.pop(row_id) == "summary":
+            summaries = self.by_summary.made()
+            for summary in [s for s, n in summaries.items() if n == row_id]:
+                self.by_summary.pop(summary)
+        public = self.public.pop(row_id)
         if public is not None:
-            nodes.by_public.pop(public, None)
-        if row_id in self.prior:
-            if self.prior is self.base.prior:
-                self.prior = dict(self.prior)
-            del self.prior[row_id]
+            self.by_public.pop(public)
+        self.prior.pop(row_id)
 
     def state(self, epoch: int) -> GraphState:
-        nodes = self._nodes or self.base
         return GraphState(
             epoch,
             self.out.rows(),
             self.inc.rows(),
-            nodes.authority,
-            nodes.kind,
-            nodes.public,
-            nodes.by_public,
-            nodes.by_summary,
-            self.prior,
+            self.authority.made(),
+            self.kind.made(),
+            self.public.made(),
+            self.by_public.made(),
+            self.by_summary.made(),
+            self.prior.made(),
         )
 
 

@@ -14,6 +14,7 @@ and maintenance deletes those older than ``trace_max_age_days`` as well
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,7 +133,7 @@ def mark_learned(store: Store, row_id: int, outcome: float) -> None:
     )
 
 
-def trace_view(trace: Trace, public: dict[int, str]) -> dict[str, Any]:
+def trace_view(trace: Trace, public: Mapping[int, str]) -> dict[str, Any]:
     """A trace as callers see it: public node ids, steps as objects."""
 
     def name(node: int) -> str:
