@@ -14,6 +14,7 @@ import pytest
 from brain import Store, open_store
 from brain.graph.mirror import HISTORY, Graph, GraphDelta, GraphState, Step
 from brain.graph.nodes import EdgeWrite, NewNode, bump_epoch, graph_epoch, insert_node
+from brain.graph.packed import PackedRows
 from tests.brain.graph.maintain.helpers import count_loads, mirror_maps
 
 WAIT_S = 30.0
@@ -240,3 +241,101 @@ def test_a_reader_older_than_every_state_kept_gets_the_newest_whole_state_not_a_
     assert loads == []
     assert state is graph.snapshot()
     assert state.epoch == graph_epoch(reader)
+
+
+def test_a_loaded_graph_keeps_its_edges_as_packed_arrays_and_makes_a_row_only_when_read(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b, c = _nodes(writer, 3)
+    for source, target, weight in ((a, b, 0.5), (a, c, -0.25), (c, a, 0.75)):
+        _write_edge(writer, source, target, weight)
+    state = Graph().refresh(reader)
+    assert isinstance(state.out, PackedRows)
+    assert isinstance(state.inc, PackedRows)
+    assert state.out.edge_count == 3  # a 100k-node graph's million edges: arrays, no dicts
+    assert state.out.get(a) == {b: 0.5, c: -0.25}
+    assert state.out.get(b) is None
+    assert state.inc.get(a) == {c: 0.75}
+    assert state.out.get(a) is state.out.get(a)  # made once, then kept
+    assert sorted(state.out) == [a, c]
+
+
+def test_a_taught_node_adds_to_the_node_maps_without_copying_the_nodes_already_there(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    a, b = _nodes(writer, 2)
+    graph = Graph()
+    before = graph.refresh(reader)
+    (c,) = _nodes(writer, 1)
+    after = graph_epoch(writer)
+    public = str(writer.scalar("SELECT node_id FROM nodes WHERE id = ?", (c,)))
+    graph.apply(after - 1, after, nodes=[(c, public, "teaching", "overlay", None)])
+    state = graph.snapshot()
+    for old, new in zip(mirror_maps(before)[2:], mirror_maps(state)[2:], strict=True):
+        # The previous state's map is shared, not copied (five 100k-entry copies were
+        # most of a teach at 100k nodes); the new entries lie over it.
+        assert new is old or getattr(new, "base", None) is old
+    assert state.kind == {a: "teaching", b: "teaching", c: "teaching"}
+    assert state.by_public[public] == c
+    assert c not in before.kind  # the state a reader held is as it was
+    assert mirror_maps(state) == mirror_maps(Graph().refresh(reader))
+
+
+def test_steps_changing_more_rows_than_the_fold_leave_the_mirror_as_a_fresh_load_finds_it(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    rows = _nodes(writer, 2_200)  # past the fold: an eighth of the rows, at least 1,024
+    graph = Graph()
+    with writer.transaction():
+        for source, target in itertools.pairwise(rows):
+            writer.execute(
+                "INSERT INTO edges (source, target, weight, kind, updated_at) "
+                "VALUES (?, ?, 0.5, 'learned', '2025-01-01T00:00:00.000Z')",
+                (source, target),
+            )
+        bump_epoch(writer)
+    graph.refresh(reader)
+    gone = rows[::3]
+    with writer.transaction():
+        delta = GraphDelta()
+        for source, target in itertools.pairwise(rows[:1_500]):
+            writer.execute(
+                "UPDATE edges SET weight = 0.25 WHERE source = ? AND target = ?", (source, target)
+            )
+            delta.set_edge(source, target, 0.25)
+        for source in rows[1_500:]:
+            writer.execute(
+                "INSERT INTO edges (source, target, weight, kind, updated_at) "
+                "VALUES (?, ?, -0.5, 'learned', '2025-01-01T00:00:00.000Z') "
+                "ON CONFLICT DO UPDATE SET weight = -0.5",
+                (source, rows[0]),
+            )
+            delta.set_edge(source, rows[0], -0.5)
+        for node in gone:
+            writer.execute("DELETE FROM edges WHERE source = ? OR target = ?", (node, node))
+            writer.execute("DELETE FROM nodes WHERE id = ?", (node,))
+            delta.drop_node(node)
+        for node in rows[1::3]:
+            writer.execute("UPDATE nodes SET prior = 0.5 WHERE id = ?", (node,))
+            delta.set_prior(node, 0.5)
+        after = bump_epoch(writer)
+    (added,) = _nodes(writer, 1)
+    nodes = [
+        (
+            added,
+            str(writer.scalar("SELECT node_id FROM nodes WHERE id = ?", (added,))),
+            "teaching",
+            "overlay",
+            None,
+        )
+    ]
+    assert graph.advance([Step(after - 1, after, delta)])
+    assert graph.advance([Step(after, after + 1, GraphDelta(nodes=nodes))])
+    state = graph.snapshot()
+    assert isinstance(state.out, PackedRows)  # folded into new arrays, not dicts
+    fresh = Graph().refresh(reader)
+    assert fresh.epoch == state.epoch
+    assert mirror_maps(state) == mirror_maps(fresh)
