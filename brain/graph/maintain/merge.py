@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Final, cast
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from brain.clock import iso
@@ -22,7 +23,7 @@ from brain.graph.nodes import clamp_weight
 from brain.store.connection import Store
 from brain.vectors.writes import enqueue
 
-__all__ = ["merge"]
+__all__ = ["EXACT_PAIRS_BELOW", "merge", "near_pairs"]
 
 
 _MERGES_PER_TRANSACTION: Final = 50
@@ -44,8 +45,8 @@ def _similar_pairs(snap: Snapshot, store: Store, threshold: float) -> dict[int, 
     """Merged node -> kept node, for near-duplicate vectors (the older node is kept).
 
     Nodes are compared within one kind, and chunks only within one source file
-    (a chunk's node points at its lines). Scores are computed a block of rows at
-    a time, so memory stays O(block x group).
+    (a chunk's node points at its lines). Each node, oldest first, keeps every
+    younger near-duplicate not kept by an older one already.
     """
     groups: dict[tuple[str, str | None], list[int]] = {}
     for node in snap.nodes.values():
@@ -59,17 +60,69 @@ def _similar_pairs(snap: Snapshot, store: Store, threshold: float) -> dict[int, 
         if len(ids) < 2:
             continue
         matrix = np.stack([vectors[n] for n in ids])
-        for start in range(0, len(ids), 512):
-            scores = matrix[start : start + 512] @ matrix.T
-            for offset, row in enumerate(scores):
-                i = start + offset
-                if ids[i] in into:
-                    continue
-                for j in np.flatnonzero(row[i + 1 :] >= threshold) + i + 1:
-                    other = ids[int(j)]
-                    if other not in into:
-                        into[other] = ids[i]
+        for i, j in near_pairs(matrix, threshold):
+            if ids[i] not in into and ids[j] not in into:
+                into[ids[j]] = ids[i]
     return into
+
+
+EXACT_PAIRS_BELOW: Final = 4_096
+"""Groups of fewer rows compare every pair; larger ones compare IVF candidates only
+(every pair at 100k nodes was 200 s of a maintain run: 10^10 products)."""
+_PAIR_BLOCK: Final = 512
+
+
+def near_pairs(matrix: npt.NDArray[np.float32], threshold: float) -> list[tuple[int, int]]:
+    """Position pairs ``(i, j)``, ``i < j``, of rows at least ``threshold`` similar, sorted.
+
+    Below ``EXACT_PAIRS_BELOW`` rows every pair is scored, a block of rows at a time
+    (memory O(block x rows)). Above, the rows are clustered (``brain.vectors.ann.IVF``,
+    about sqrt(rows) lists) and each row is scored only against the rows of its two
+    nearest lists: O(rows x sqrt(rows)) products instead of rows squared. A pair that
+    close almost always shares a list; one split across lists that are neither's
+    second nearest is missed by this run and found by a later one.
+    """
+    n = len(matrix)
+    if n < EXACT_PAIRS_BELOW:
+        pairs: list[tuple[int, int]] = []
+        for start in range(0, n, _PAIR_BLOCK):
+            scores = matrix[start : start + _PAIR_BLOCK] @ matrix.T
+            rows, cols = np.nonzero(scores >= threshold)
+            pairs += [
+                (i, j) for i, j in zip((rows + start).tolist(), cols.tolist(), strict=True) if i < j
+            ]
+        return sorted(pairs)
+    from brain.vectors.ann import IVF
+
+    centroids = IVF.build(matrix)[0].centroids
+    nearest = np.zeros((n, 2), dtype=np.int64)
+    transposed = np.ascontiguousarray(centroids.T)
+    for start in range(0, n, 16_384):
+        scores = matrix[start : start + 16_384] @ transposed
+        two = np.argpartition(-scores, 1, axis=1)[:, :2]
+        best = np.take_along_axis(scores, two, 1)
+        swap = best[:, 1] > best[:, 0]
+        two[swap] = two[swap][:, ::-1]
+        nearest[start : start + 16_384] = two
+    members = np.argsort(nearest[:, 0], kind="stable")
+    bounds = np.searchsorted(nearest[:, 0], np.arange(len(centroids) + 1), sorter=members)
+    by_second = np.argsort(nearest[:, 1], kind="stable")
+    second_bounds = np.searchsorted(nearest[:, 1], np.arange(len(centroids) + 1), sorter=by_second)
+    found: set[tuple[int, int]] = set()
+    for lst in range(len(centroids)):
+        mine = members[bounds[lst] : bounds[lst + 1]]
+        if len(mine) == 0:
+            continue
+        probing = np.concatenate((mine, by_second[second_bounds[lst] : second_bounds[lst + 1]]))
+        scores = matrix[probing] @ matrix[mine].T
+        rows, cols = np.nonzero(scores >= threshold)
+        a, b = probing[rows], mine[cols]
+        keep = a != b
+        for i, j in zip(
+            np.minimum(a, b)[keep].tolist(), np.maximum(a, b)[keep].tolist(), strict=True
+        ):
+            found.add((i, j))
+    return sorted(found)
 
 
 def _cofiring(snap: Snapshot, store: Store, min_traces: int) -> dict[int, int]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 
 from brain.graph.maintain import MaintainOptions, maintain
+from brain.graph.maintain.merge import EXACT_PAIRS_BELOW, near_pairs
 from tests.brain.graph.maintain.helpers import T0, G, iso_at
 
 
@@ -73,3 +76,39 @@ def test_nodes_that_always_fire_together_merge_and_keep_both_texts(g: G) -> None
     assert content == "text of a\ntext of b"
     queued = g.store.scalar("SELECT count(*) FROM embed_queue WHERE row_id = ?", (g.ids["a"],))
     assert queued == 1  # its text changed: embedded again
+
+
+def _planted(rows: int, seed: int) -> tuple[npt.NDArray[np.float32], list[tuple[int, int]]]:
+    """Random unit rows, with every 20th row's 7th follower made a near-duplicate of it."""
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((rows, 64)).astype(np.float32)
+    planted = [(k, k + 7) for k in range(0, min(rows, 2_000), 20)]
+    for k, j in planted:
+        matrix[j] = matrix[k] + 0.1 * rng.standard_normal(64).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix, planted
+
+
+def test_a_group_past_the_exact_size_finds_its_near_duplicates_through_ivf_lists() -> None:
+    # Every pair at 100k nodes was 10^10 products (200 s of a run); past
+    # EXACT_PAIRS_BELOW a row is only scored against the rows of its two nearest lists.
+    matrix, planted = _planted(EXACT_PAIRS_BELOW * 2, seed=7)
+    exact = [(i, j) for i, j in zip(*np.nonzero(matrix @ matrix.T >= 0.95), strict=True) if i < j]
+    assert set(planted) <= set(exact)
+
+    found = near_pairs(matrix, 0.95)
+
+    assert found == sorted(found)
+    assert set(found) <= set(exact)  # never a pair below the threshold
+    assert len(found) >= 0.9 * len(exact)  # random rows: the worst case for clustering
+
+
+def test_a_group_below_the_exact_size_compares_every_pair() -> None:
+    matrix, _ = _planted(600, seed=8)
+    exact = sorted(
+        (int(i), int(j))
+        for i, j in zip(*np.nonzero(matrix @ matrix.T >= 0.95), strict=True)
+        if i < j
+    )
+
+    assert near_pairs(matrix, 0.95) == exact
