@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from brain import Brain, BrainConfig, open_store
 from brain.graph.maintain import MaintainOptions, maintain
-from brain.graph.mirror import Graph
+from brain.graph.maintain.writer import Write, Writer
+from brain.graph.mirror import Graph, Step
 from brain.graph.nodes import NewNode, graph_epoch, insert_node
 from brain.vectors.embedders import HashEmbedder
 from tests.brain.graph.maintain.helpers import (
@@ -271,3 +272,62 @@ def test_queries_and_a_teach_during_maintain_follow_its_chunks_without_reloading
         assert mirror_maps(mirror) == mirror_maps(fresh)
     finally:
         brain.close()
+
+
+def test_a_chunk_with_one_row_changed_since_the_snapshot_skips_it_and_writes_the_rest(
+    g: G,
+) -> None:
+    for i in range(5):
+        g.node(f"n{i}")
+    for i in range(4):
+        g.edge(f"n{i}", f"n{i + 1}", 0.8)
+    then = iso_at(T0)
+    # A teach rewrote one edge after the snapshot was read: its write must find nothing.
+    g.store.execute(
+        "UPDATE edges SET weight = 0.3, updated_at = ? WHERE source = ? AND target = ?",
+        (iso_at(T0 + DAY), g.ids["n1"], g.ids["n2"]),
+    )
+    steps: list[Step] = []
+    writer = Writer(g.store, chunk=10, dry_run=False, on_commit=steps.append)
+    pairs = [(g.ids[f"n{i}"], g.ids[f"n{i + 1}"]) for i in range(4)]
+    writes: list[Write] = [
+        (
+            "UPDATE edges SET weight = ?, updated_at = ? "
+            "WHERE source = ? AND target = ? AND updated_at = ?",
+            (0.5, iso_at(T0 + 2 * DAY), s, t, then),
+        )
+        for s, t in pairs
+    ]
+
+    changed = writer.run(writes, effects=[("edge", s, t, 0.5) for s, t in pairs])
+
+    assert changed == 3
+    assert g.weight("n1", "n2") == 0.3  # the newer value stays
+    assert [g.weight(f"n{i}", f"n{i + 1}") for i in (0, 2, 3)] == [0.5, 0.5, 0.5]
+    assert [op[1:3] for step in steps for op in step.delta.ops] == [
+        pairs[0],
+        pairs[2],
+        pairs[3],
+    ]
+
+
+def test_a_chunk_whose_rows_are_all_as_the_snapshot_saw_them_is_one_transaction(g: G) -> None:
+    for i in range(5):
+        g.node(f"n{i}")
+    for i in range(4):
+        g.edge(f"n{i}", f"n{i + 1}", 0.8)
+    steps: list[Step] = []
+    writer = Writer(g.store, chunk=10, dry_run=False, on_commit=steps.append)
+    pairs = [(g.ids[f"n{i}"], g.ids[f"n{i + 1}"]) for i in range(4)]
+    writes: list[Write] = [
+        (
+            "UPDATE edges SET weight = ?, updated_at = ? "
+            "WHERE source = ? AND target = ? AND updated_at = ?",
+            (0.5, iso_at(T0 + DAY), s, t, iso_at(T0)),
+        )
+        for s, t in pairs
+    ]
+
+    assert writer.run(writes, effects=[("edge", s, t, 0.5) for s, t in pairs]) == 4
+    assert writer.transactions == 1
+    assert [op[1:3] for step in steps for op in step.delta.ops] == pairs
