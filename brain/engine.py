@@ -201,6 +201,7 @@ class Brain:
     sync = _Via("_graph", GraphService.sync)
     sync_index = _Via("_graph", GraphService.sync_index)
     embed_nodes = _Via("_graph", GraphService.embed_nodes)
+    warm_graph = _Via("_graph", GraphService.warm)
     maintain = _Via("_graph", GraphService.maintain)
     health = _Via("_graph", GraphService.health)
 

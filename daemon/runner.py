@@ -290,6 +290,12 @@ async def background_start(
             context.compactions.request(session, rebuild_only=True)
     except Exception as exc:  # background work must never end the daemon
         log.warning("looking for withheld summaries failed", error=repr(exc))
+    if not context.inline:
+        try:
+            # The graph's mirror and vectors, so a later first query does not load them.
+            await context.db(context.brain.warm_graph)
+        except Exception as exc:  # background work must never end the daemon
+            log.warning("loading the graph failed", error=repr(exc))
 
 
 async def watch_signals(stop: Callable[[str], None]) -> None:

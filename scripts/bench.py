@@ -2142,9 +2142,7 @@ def _scale_params(s: Settings) -> dict[str, Any]:
 
 def _build_scale_graph(db: Path, nodes: int, seed: int) -> None:
     """``_build_maintain_graph``'s graph with varied node texts, every node embedded."""
-    from brain import open_store
-    from brain.vectors.embedders import HashEmbedder
-    from brain.vectors.writes import enqueue
+    from brain import HashEmbedder, open_store
 
     _build_maintain_graph(db, nodes, seed)
     texts = diverse_texts(nodes, seed + 1)
@@ -2155,7 +2153,10 @@ def _build_scale_graph(db: Path, nodes: int, seed: int) -> None:
             store.executemany(
                 "UPDATE nodes SET content = ? WHERE id = ?", list(zip(texts, rows, strict=True))
             )
-            enqueue(store, "node", rows)
+            # Queued as ``insert_node`` queues a node (the build skipped it for speed).
+            store.execute(
+                "INSERT OR IGNORE INTO embed_queue (kind, row_id) SELECT 'node', id FROM nodes"
+            )
     finally:
         store.close()
     brain = Brain(

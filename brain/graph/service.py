@@ -121,6 +121,30 @@ class GraphService:
                 **({} if seeder is None else {"seeder": seeder}),
             )
 
+    def warm(self) -> bool:
+        """Load the mirror and the graph's vector index now; False when there is no graph.
+
+        A daemon calls it in the background after its first answer: a query that comes
+        later then finds both loaded (at 100k nodes they were seconds of the first
+        query). An embedder that has not said its dimension is not asked here (that
+        may wait on a provider): the first query loads everything then.
+        """
+        with self._access.reading() as store:
+            if not store.scalar("SELECT EXISTS (SELECT 1 FROM nodes)"):
+                return False  # nothing imported or made: a graph may never be used
+        embedder = self._vectors.embedder
+        if embedder.dim <= 0:
+            return False
+        import numpy as np
+
+        index = self._vectors.indexes(embedder)[1]
+        with self._access.reading() as store:
+            index.verify(store)
+            self.mirror.refresh(store)
+            # A search loads the index's rows (and starts its IVF build in the background).
+            index.search(store, np.zeros(embedder.dim, dtype=np.float32), 1)
+        return True
+
     def prepare_teach(self, node: NewNode, *, chat_id: str | None = None) -> NewNode:
         """``node`` as ``teach`` stores it: a correction with a chat carries the query it corrects.
 

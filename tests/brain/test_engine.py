@@ -350,7 +350,7 @@ PUBLIC = [
     "query", "rebuild_withheld", "recall_text", "recent", "refresh_rollups", "reload",
     "renew_grant", "revoke_grant", "save",
     "settle_grant", "stop_compactions", "store", "suppress", "sync", "sync_index", "synthesize",
-    "teach", "trace", "withheld_sessions",
+    "teach", "trace", "warm_graph", "withheld_sessions",
 ]  # fmt: skip
 
 
