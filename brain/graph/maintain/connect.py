@@ -33,17 +33,19 @@ def connect(
         for n in snap.nodes.values()
         if n.kind == "chunk" and n.authority != "constitutional"
     ]
+    if not chunks or options.connect_k == 0:
+        return {"nodes": 0, "edges": 0}
+    all_chunks = {n.row_id for n in snap.nodes.values() if n.kind == "chunk"}
+    empty: set[int] = set()
     lonely = [
         n.row_id
         for n in snap.nodes.values()
         if n.kind in LEARNING_KINDS
         and n.authority != "constitutional"
-        and not any(
-            (m := snap.nodes.get(x)) is not None and m.kind == "chunk"
-            for x in snap.out.get(n.row_id, set()) | snap.inc.get(n.row_id, set())
-        )
+        and all_chunks.isdisjoint(snap.out.get(n.row_id, empty))
+        and all_chunks.isdisjoint(snap.inc.get(n.row_id, empty))
     ]
-    if not chunks or not lonely or options.connect_k == 0:
+    if not lonely:
         return {"nodes": 0, "edges": 0}
     vectors = node_vectors(writer.store, [*chunks, *lonely])
     chunk_ids = [c for c in chunks if c in vectors]

@@ -31,14 +31,13 @@ def decay(
     writes: list[Write] = []
     effects: list[Effect] = []
     protected = 0
+    constitutional = snap.with_authority("constitutional")
+    canonicals = snap.with_authority("canonical")
     for (source, target), edge in list(snap.edges.items()):
-        if snap.touches_constitutional(source, target):
+        if constitutional and (source in constitutional or target in constitutional):
             protected += 1
             continue
-        canonical = any(
-            (n := snap.nodes.get(x)) is not None and n.authority == "canonical"
-            for x in (source, target)
-        )
+        canonical = source in canonicals or target in canonicals
         elapsed = (now - parse(edge.updated_at)).total_seconds()
         if elapsed <= 0:
             continue

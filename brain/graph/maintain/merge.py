@@ -29,7 +29,7 @@ __all__ = ["EXACT_PAIRS_BELOW", "merge", "near_pairs"]
 _MERGES_PER_TRANSACTION: Final = 50
 
 
-def _mergeable(snap: Snapshot, node: Node) -> bool:
+def _mergeable(snap: Snapshot, node: Node, constitutional: set[int]) -> bool:
     """Overlay learning nodes, and overlay chunks; never next to a constitutional node.
 
     A merged node's edges are rewired and then deleted: next to a constitutional
@@ -37,8 +37,10 @@ def _mergeable(snap: Snapshot, node: Node) -> bool:
     """
     if node.authority != "overlay" or node.kind == "summary":
         return False
-    neighbours = snap.out.get(node.row_id, set()) | snap.inc.get(node.row_id, set())
-    return not any(snap.constitutional(n) for n in neighbours)
+    empty: set[int] = set()
+    return constitutional.isdisjoint(snap.out.get(node.row_id, empty)) and (
+        constitutional.isdisjoint(snap.inc.get(node.row_id, empty))
+    )
 
 
 def _similar_pairs(snap: Snapshot, store: Store, threshold: float) -> dict[int, int]:
@@ -49,8 +51,9 @@ def _similar_pairs(snap: Snapshot, store: Store, threshold: float) -> dict[int, 
     younger near-duplicate not kept by an older one already.
     """
     groups: dict[tuple[str, str | None], list[int]] = {}
+    constitutional = snap.with_authority("constitutional")
     for node in snap.nodes.values():
-        if _mergeable(snap, node):
+        if _mergeable(snap, node, constitutional):
             key = (node.kind, node.source if node.kind == "chunk" else None)
             groups.setdefault(key, []).append(node.row_id)
     vectors = node_vectors(store, (n for rows in groups.values() for n in rows if len(rows) > 1))
@@ -133,13 +136,14 @@ def _cofiring(snap: Snapshot, store: Store, min_traces: int) -> dict[int, int]:
     ):
         fired.setdefault(int(node), set()).add(int(trace))
     groups: dict[tuple[str, frozenset[int]], list[int]] = {}
+    constitutional = snap.with_authority("constitutional")
     for row_id, traces in fired.items():
         node = snap.nodes.get(row_id)
         if (
             node is not None
             and node.kind in LEARNING_KINDS
             and len(traces) >= min_traces
-            and _mergeable(snap, node)
+            and _mergeable(snap, node, constitutional)
         ):
             groups.setdefault((node.kind, frozenset(traces)), []).append(row_id)
     into: dict[int, int] = {}

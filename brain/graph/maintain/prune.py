@@ -36,10 +36,11 @@ def prune(
     edge_writes: list[Write] = []
     effects: list[Effect] = []
     protected = 0
+    constitutional = snap.with_authority("constitutional")
     for (source, target), edge in list(snap.edges.items()):
         if abs(edge.weight) >= options.prune_below:
             continue
-        if snap.touches_constitutional(source, target):
+        if constitutional and (source in constitutional or target in constitutional):
             protected += 1
             continue
         edge_writes.append(

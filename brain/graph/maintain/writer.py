@@ -43,6 +43,8 @@ class Writer:
         self.chunk = chunk
         self.dry_run = dry_run
         self.transactions = 0
+        self.bumps = 0
+        """Committed transactions that bumped the graph epoch."""
         self.on_commit = on_commit
         self.delta = GraphDelta()
         """The open transaction's changes to the mirrored columns (tasks add to it)."""
@@ -125,6 +127,8 @@ class Writer:
             if vectors:
                 note_vectors_changed(self.store, ("node",))
         self.transactions += 1
+        if after is not None:
+            self.bumps += 1
         if after is not None and self.on_commit is not None:
             self.on_commit(Step(after - 1, after, self.delta))
         self.delta = GraphDelta()

@@ -12,11 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brain import Brain, BrainConfig, open_store
-from brain.graph.maintain import MaintainOptions, maintain
+from brain import Brain, BrainConfig, Store, open_store
+from brain.graph.maintain import MaintainOptions, health, maintain
+from brain.graph.maintain.snapshot import Snapshot
 from brain.graph.maintain.writer import Write, Writer
 from brain.graph.mirror import Graph, Step
-from brain.graph.nodes import NewNode, graph_epoch, insert_node
+from brain.graph.nodes import NewNode, bump_epoch, graph_epoch, insert_node
 from brain.vectors.embedders import HashEmbedder
 from tests.brain.graph.maintain.helpers import (
     DAY,
@@ -331,3 +332,64 @@ def test_a_chunk_whose_rows_are_all_as_the_snapshot_saw_them_is_one_transaction(
     assert writer.run(writes, effects=[("edge", s, t, 0.5) for s, t in pairs]) == 4
     assert writer.transactions == 1
     assert [op[1:3] for step in steps for op in step.delta.ops] == pairs
+
+
+def _decaying(g: G) -> None:
+    for i in range(6):
+        g.node(f"n{i}")
+    for i in range(5):
+        g.edge(f"n{i}", f"n{i + 1}", 0.8 - 0.1 * i)
+
+
+def test_a_run_alone_reports_the_health_it_stored_without_reading_the_graph_again(
+    g: G, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _decaying(g)
+    loads: list[int] = []
+    load = Snapshot.load.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Snapshot], store: Store) -> Snapshot:
+        loads.append(1)
+        return load(cls, store)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Snapshot, "load", classmethod(counted))
+
+    report = maintain(
+        g.store, tasks=["decay", "prune"], options=MaintainOptions(chunk=2), now=T0 + 40 * DAY
+    )
+
+    assert loads == [1]
+    monkeypatch.undo()
+    assert report.health_after == health(g.store)
+
+
+def test_a_run_beside_another_writer_reads_the_graph_again_for_its_health_after(
+    g: G, db_path: Path
+) -> None:
+    _decaying(g)
+    other = open_store(db_path)
+    try:
+
+        def another_process_writes(_step: Step) -> None:
+            if other.scalar("SELECT count(*) FROM nodes") == 6:
+                with other.transaction():
+                    insert_node(other, NewNode("teaching", "taught meanwhile"), embed=False)
+                    other.execute(
+                        "INSERT INTO edges (source, target, weight, kind, updated_at) "
+                        "VALUES (?, ?, 0.9, 'learned', ?)",
+                        (g.ids["n0"], g.ids["n5"], iso_at(T0 + 40 * DAY)),
+                    )
+                    bump_epoch(other)
+
+        report = maintain(
+            g.store,
+            tasks=["decay"],
+            options=MaintainOptions(chunk=2),
+            now=T0 + 40 * DAY,
+            on_commit=another_process_writes,
+        )
+    finally:
+        other.close()
+
+    assert report.health_after == health(g.store)
+    assert report.health_after.nodes == 7
