@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -26,6 +26,7 @@ from brain.graph.mirror import Graph, Step
 from brain.graph.nodes import graph_epoch
 from brain.progress import Progress, ignore
 from brain.store.connection import Store
+from brain.store.groupsync import GroupSync
 
 __all__ = ["MaintainReport", "maintain"]
 
@@ -87,7 +88,7 @@ def maintain(
 
     following = graph.following() if graph is not None else contextlib.nullcontext()
     try:
-        with FULL_COLLECTIONS.held_off(), following:
+        with FULL_COLLECTIONS.held_off(), following, _synced_once(store, dry_run):
             return _run(store, tasks, dry_run, options, now or datetime.now(UTC), progress, hear)
     finally:
         if graph is not None:
@@ -148,3 +149,31 @@ def _stored(store: Store, snap: Snapshot, writer: Writer, epoch: int | None) -> 
         snap.traces = int(store.scalar("SELECT count(*) FROM traces"))
         return measure(snap)
     return health(store)
+
+
+_NORMAL: Final = 1  # PRAGMA synchronous values: OFF 0, NORMAL 1, FULL 2, EXTRA 3
+
+
+@contextlib.contextmanager
+def _synced_once(store: Store, dry_run: bool) -> Iterator[None]:
+    """The run's chunks commit without an fsync each; one fsync of the WAL makes them
+    all durable before the run returns.
+
+    A chunk commit at FULL waited ~2.5 ms for the disk: a 100k-node run commits
+    ~2,600 chunks (a million decayed edges at 500 a chunk), seconds of waiting. At
+    NORMAL each commit still reaches the WAL file (a killed process loses nothing);
+    a power cut may lose the last chunks, which is harmless: every write is
+    conditional on the row as the snapshot saw it, and the next run does the lost
+    ones again (decay from the same ``updated_at``). The report is answered only
+    after the fsync, so what it says was done is durable.
+    """
+    level = int(store.scalar("PRAGMA synchronous"))
+    if dry_run or level <= _NORMAL:
+        yield
+        return
+    store.execute("PRAGMA synchronous = NORMAL")
+    try:
+        yield
+    finally:
+        store.execute(f"PRAGMA synchronous = {level}")
+    GroupSync(store.path.with_name(store.path.name + "-wal")).wait()
