@@ -33,12 +33,15 @@ def decay(
     protected = 0
     constitutional = snap.with_authority("constitutional")
     canonicals = snap.with_authority("canonical")
+    since: dict[str, float] = {}
     for (source, target), edge in list(snap.edges.items()):
         if constitutional and (source in constitutional or target in constitutional):
             protected += 1
             continue
         canonical = source in canonicals or target in canonicals
-        elapsed = (now - parse(edge.updated_at)).total_seconds()
+        elapsed = since.get(edge.updated_at)
+        if elapsed is None:  # edges changed together share a stamp: parsed once
+            elapsed = since[edge.updated_at] = (now - parse(edge.updated_at)).total_seconds()
         if elapsed <= 0:
             continue
         weight = edge.weight * 0.5 ** (elapsed / (half_life * (2 if canonical else 1)))

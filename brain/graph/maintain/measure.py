@@ -5,6 +5,7 @@ Tested in tests/brain/graph/maintain/test_measure.py.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
@@ -47,26 +48,28 @@ def measure(snap: Snapshot) -> Health:
     for node in snap.nodes.values():
         nodes_by_kind[node.kind] = nodes_by_kind.get(node.kind, 0) + 1
         nodes_by_authority[node.authority] = nodes_by_authority.get(node.authority, 0) + 1
-    edges_by_kind: dict[str, int] = {}
-    tiers = {"strong": 0, "habitual": 0, "dormant": 0, "inhibitory": 0}
-    cross = 0
-    total_abs = 0.0
-    for (source, target), edge in snap.edges.items():
-        edges_by_kind[edge.kind] = edges_by_kind.get(edge.kind, 0) + 1
-        w = edge.weight
-        total_abs += abs(w)
-        if w < 0:
-            tiers["inhibitory"] += 1
-        elif w >= STRONG:
-            tiers["strong"] += 1
-        elif w >= HABITUAL:
-            tiers["habitual"] += 1
-        else:
-            tiers["dormant"] += 1
-        a, b = snap.nodes.get(source), snap.nodes.get(target)
-        if a is not None and b is not None and (a.source != b.source or a.kind != b.kind):
-            cross += 1
-    n_edges = len(snap.edges)
+    # One pass per figure over plain values (a million edges at 100k nodes): counting
+    # in C where it can, and one lookup per end for the cross-source share.
+    edges = snap.edges
+    edges_by_kind = dict(Counter(edge.kind for edge in edges.values()))
+    weights = [edge.weight for edge in edges.values()]
+    total_abs = sum(map(abs, weights))
+    inhibitory = sum(1 for w in weights if w < 0)
+    strong = sum(1 for w in weights if w >= STRONG)
+    habitual = sum(1 for w in weights if HABITUAL <= w < STRONG)
+    tiers = {
+        "strong": strong,
+        "habitual": habitual,
+        "dormant": len(weights) - inhibitory - strong - habitual,
+        "inhibitory": inhibitory,
+    }
+    where = {row: (node.source, node.kind) for row, node in snap.nodes.items()}
+    cross = sum(
+        1
+        for source, target in edges
+        if (a := where.get(source)) is not None and (b := where.get(target)) is not None and a != b
+    )
+    n_edges = len(edges)
     orphans = sum(1 for n in snap.nodes if snap.degree(n) == 0)
     return Health(
         nodes=len(snap.nodes),
