@@ -42,7 +42,7 @@ from brain.graph.nodes import (
     write_edges,
 )
 from brain.graph.safeguard import bounded_order
-from brain.graph.seeding import Seeder, SeedQuery, hybrid_seeds, vector_seeds
+from brain.graph.seeding import Seeder, SeedQuery, hybrid_seeds
 from brain.graph.traces import Trace, find_trace, mark_learned, save_trace
 from brain.graph.traverse import TraverseOptions, traverse
 from brain.store.connection import Store
@@ -316,9 +316,7 @@ def teach(
         trace = find_trace(store, chat_id=chat_id)
     neighbours = [
         (node, score)
-        for node, score, _ in vector_seeds(
-            store, graph, index, SeedQuery(new.text, vector, None, CONNECT_K + 1), priors=False
-        )
+        for node, score in _nearest_nodes(store, graph, index, vector, CONNECT_K + 1)
         if score >= CONNECT_MIN_SIMILARITY
     ]
     added: list[tuple[int, str, str, str, int | None]] = []
@@ -367,6 +365,23 @@ def teach(
         penalised_trace=trace.id if trace is not None else None,
         edges_updated=len(learned.edges) if trace is not None and learned else 0,
     )
+
+
+def _nearest_nodes(
+    store: Store, graph: Graph, index: VectorIndex, vector: npt.NDArray[np.float32], k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` nodes nearest ``vector`` (a summary's vector stands for its node), best
+    first, as the graph index finds them approximately: past
+    ``brain.vectors.embedding.GRAPH_APPROXIMATE_BELOW`` rows from its IVF lists, not a
+    product over every node (a teach links its node to near neighbours; a query's seeds
+    stay exact)."""
+    found: list[tuple[int, float]] = []
+    for kind, row_id, score in index.search(store, vector, 2 * k, approximate=True):
+        node = row_id if kind == "node" else graph.summary_node(store, row_id)
+        if node is not None and node in graph.kind:
+            found.append((node, score))
+    found.sort(key=lambda pair: -pair[1])
+    return found[:k]
 
 
 def _pending_one(row_id: int, text: str) -> Pending:

@@ -77,6 +77,7 @@ class VectorIndex:
         background: bool = True,
         kinds: Sequence[Kind] = ("message", "summary"),
         file: bool = True,
+        approximate_below: int | None = None,
     ) -> None:
         """An empty index of ``dim``-wide vectors (filled from the store on first search).
 
@@ -87,6 +88,8 @@ class VectorIndex:
         exactly. ``kinds`` are the rows this index holds and searches (grep's index holds
         messages and summaries; the graph's holds nodes and summaries). ``file``: keep
         the rows in a matrix file beside the database and map it (False: in memory).
+        ``approximate_below``: a search that asks for ``approximate`` answers by IVF from
+        this many rows already (default: ``exact_below``).
         """
         self.dim = dim
         self.kinds: tuple[Kind, ...] = tuple(kinds)
@@ -105,6 +108,10 @@ class VectorIndex:
         self._path: Path | None = None  # the matrix file (None: rows held in memory)
         # The IVF index covers base rows [0, _ivf.rows); the rest are scanned exactly.
         self._exact_below = exact_below
+        self._approximate_below = exact_below if approximate_below is None else approximate_below
+        # Rows from which the IVF is kept: ``approximate_below`` once an approximate
+        # search asked for it (a teach's neighbours), else ``exact_below``.
+        self._ivf_from = exact_below
         self._nprobe = nprobe
         self._background = background
         self._ivf: IVF | None = None
@@ -307,14 +314,20 @@ class VectorIndex:
         k: int,
         conversations: Sequence[int] | None = None,
         kinds: Sequence[Kind] | None = None,
+        *,
+        approximate: bool = False,
     ) -> list[tuple[Kind, int, float]]:
         """The ``k`` nearest vectors by dot product (cosine: rows are unit length).
 
         Scoped to ``conversations``, the search is exact and scores only their rows.
-        Unscoped, it is exact below ``exact_below`` rows; above, it probes the IVF lists
-        nearest the query and scans the rows added since the index was built exactly.
+        Unscoped, it is exact below ``exact_below`` rows (``approximate_below`` when
+        ``approximate``: a caller content with near neighbours, such as a taught node's
+        links); above, it probes the IVF lists nearest the query and scans the rows
+        added since the index was built exactly.
         Scores are those of the int8 rows (``brain.vectors.quantise``).
         """
+        if approximate and self._approximate_below < self._ivf_from:
+            self._ivf_from = self._approximate_below
         self._refresh(store)
         self._maybe_rebuild()
         with self._lock:
@@ -333,7 +346,7 @@ class VectorIndex:
         if conversations is not None or kinds is not None:
             for rows, offset in ((base, 0), (tail, len(base))):
                 best_of(rows, _matching(rows, conversations, kinds), offset)
-        elif ivf is None:
+        elif ivf is None or (not approximate and len(base) + len(tail) < self._exact_below):
             best_of(base, None, 0)
             best_of(tail, None, len(base))
         else:
@@ -370,7 +383,7 @@ class VectorIndex:
             if not self._idle.is_set():
                 return
             base_n, tail_n, ivf = len(self._base), self._tail.n, self._ivf
-            threshold = max(1, self._exact_below)
+            threshold = max(1, self._ivf_from)
             fold = (
                 tail_n > 0
                 and tail_n > _TAIL_FRACTION * base_n
@@ -416,7 +429,7 @@ class VectorIndex:
                 )
             n = len(base)
             ivf, trained = self._ivf, self._trained_rows
-            if n >= max(1, self._exact_below):
+            if n >= max(1, self._ivf_from):
                 if ivf is None or n > 2 * trained:
                     ivf, trained = IVF.build(n, base.vectors), n
                 elif ivf.rows < n:

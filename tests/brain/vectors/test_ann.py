@@ -224,3 +224,22 @@ def test_a_background_build_leaves_searches_answering_and_then_serves_them(store
     want = pytest.approx([s for _, _, s in exact.search(store, query, 10)], abs=1e-6)
     assert [s for _, _, s in first] == want
     assert [s for _, _, s in index.search(store, query, 10)] == want
+
+
+def test_an_approximate_search_uses_the_ivf_lists_past_approximate_below_and_others_stay_exact(
+    store: Store,
+) -> None:
+    # The graph's index: a taught node's neighbours come from the lists at 100k nodes,
+    # a query's seeds stay exact below exact_below (IVF recall of the top 100 was 0.75).
+    _fill(store, 90)
+    index = _index(store, exact_below=10**9, approximate_below=10, nprobe=1, background=False)
+    exact = _exact(store)
+    query = _query("deploy failed")
+    assert index.search(store, query, 15) == exact.search(store, query, 15)
+    assert index._ivf is None  # an exact search builds nothing
+
+    approximate = index.search(store, query, 15, approximate=True)
+
+    assert index._ivf is not None  # built for the approximate search
+    assert len(approximate) < 15  # one probed list of ~9 rows: not every row was scored
+    assert index.search(store, query, 15) == exact.search(store, query, 15)
