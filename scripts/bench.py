@@ -3748,32 +3748,22 @@ def _brief(metrics: Metrics) -> str:
     return ", ".join(f"{k}={_round(v):g}" for k, v in shown)
 
 
-def target_names() -> list[str]:
-    """Each target's key in the report, in ``TARGETS`` order: its ``name``, or, when an
-    earlier target of the same group has that (grep's at 100k, graph_scale's), the bench
-    and its figure."""
-    names: list[str] = []
-    for t in TARGETS:
-        names.append(t.name if t.name not in names else f"{t.bench}.{t.metric}")
-    return names
-
-
 def targets_report(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Each target with the measured median and whether it is met (None when not run)."""
     out: dict[str, Any] = {}
-    for t, name in zip(TARGETS, target_names(), strict=True):
+    for t in TARGETS:
         actual = _lookup(results.get(t.bench, {}), t.metric)
         met = None
         if isinstance(actual, float | int):
             met = actual >= t.value if t.op == ">=" else actual <= t.value
-        out[name] = {
+        out[t.name] = {
             "metric": t.metric,
             "target": f"{t.op} {t.value:g}",
             "value": actual,
             "met": met,
         }
         if t.note:
-            out[name]["note"] = t.note
+            out[t.name]["note"] = t.note
     return out
 
 
@@ -3930,9 +3920,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         reap_children()
         shutil.rmtree(root, ignore_errors=True)
     targets = targets_report(results)
-    for t, name in zip(TARGETS, target_names(), strict=True):
+    for t in TARGETS:
         if t.bench in results:
-            results[t.bench].setdefault("targets", {})[name] = targets[name]
+            results[t.bench].setdefault("targets", {})[t.name] = targets[t.name]
     report: dict[str, Any] = {
         **results,
         "targets": targets,

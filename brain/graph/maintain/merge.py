@@ -97,7 +97,7 @@ def near_pairs(matrix: npt.NDArray[np.float32], threshold: float) -> list[tuple[
         return sorted(pairs)
     from brain.vectors.ann import IVF
 
-    centroids = IVF.build(matrix)[0].centroids
+    centroids = IVF.build(n, lambda positions: matrix[positions]).centroids
     nearest = np.zeros((n, 2), dtype=np.int64)
     transposed = np.ascontiguousarray(centroids.T)
     for start in range(0, n, 16_384):
