@@ -70,6 +70,49 @@ class CompactionConfig:
             )
 
 
+@dataclass(frozen=True, slots=True)
+class RetentionConfig:
+    """What a retention pass (``brain.ops.retention``) may take back, and when.
+
+    ``max_age_days``: messages older than this lose their derived data (their
+    vectors: semantic grep no longer finds them; full text, summaries and the
+    messages themselves stay). ``key_max_age_days``: the same per session key,
+    over the default (a session filed under no key takes the default).
+    ``max_bytes``: while the database's used pages pass this, the oldest
+    messages' vectors go, oldest first. ``delete_messages``: only then may a pass
+    delete messages, and only whole sessions whose newest message passed its age,
+    oldest first (then, over ``max_bytes``, the least recently written sessions).
+    0 (or no entry) turns a limit off; with every limit off a pass only vacuums.
+    """
+
+    max_bytes: int = 0
+    max_age_days: float = 0.0
+    key_max_age_days: tuple[tuple[str, float], ...] = ()
+    delete_messages: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_bytes < 0:
+            raise ValueError(f"retention max_bytes must be 0 or more, got {self.max_bytes}")
+        ages = [self.max_age_days, *(days for _key, days in self.key_max_age_days)]
+        for days in ages:
+            if not (math.isfinite(days) and days >= 0):
+                raise ValueError(f"retention ages must be 0 or a positive number, got {days}")
+
+    @property
+    def active(self) -> bool:
+        """Whether any limit is set (a pass with none only vacuums)."""
+        return bool(
+            self.max_bytes or self.max_age_days or any(d for _k, d in self.key_max_age_days)
+        )
+
+    def age_days(self, session_key: str | None) -> float:
+        """The age limit of a session filed under ``session_key`` (0: none)."""
+        for key, days in self.key_max_age_days:
+            if key == session_key:
+                return days
+        return self.max_age_days
+
+
 RecallMode = Literal["off", "shadow", "on"]
 
 
@@ -109,6 +152,7 @@ class BrainConfig:
     trace_max_age_days: float = 30.0
     """Maintenance (the ``prune`` task) deletes traces older than this."""
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
     read_connections: int = 4
     """Connections the engine reads on beside its write connection (``brain.store.readpool``):
     reads (grep, assemble, describe, expand, query, info) never wait for a write on

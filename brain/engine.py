@@ -24,7 +24,7 @@ from brain.errors import DatabaseMissing, StoreBusy
 from brain.graph.service import GraphService
 from brain.lcm.service import LcmService
 from brain.ops.info import Info, read_info
-from brain.ops.service import GrantService
+from brain.ops.service import GrantService, RetentionService
 from brain.recall.service import RecallService
 from brain.store.access import Access
 from brain.store.connection import Store, open_store
@@ -107,6 +107,7 @@ class Brain:
             self._access, self.config, self._vectors, self._lcm, self._graph
         )
         self._grants = GrantService(self._access)
+        self._retention = RetentionService(self._access, self.config)
 
     # -- settings callers change while it runs -----------------------------------
 
@@ -214,6 +215,10 @@ class Brain:
     admit_grant = _Via("_grants", GrantService.admit_grant)
     renew_grant = _Via("_grants", GrantService.renew_grant)
     settle_grant = _Via("_grants", GrantService.settle_grant)
+
+    # -- retention: brain/ops/retention.py -----------------------------------------
+
+    retain = _Via("_retention", RetentionService.retain)
 
     # -- embedding: brain/vectors/embedding.py -------------------------------------
 

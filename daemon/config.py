@@ -50,6 +50,8 @@ class DaemonConfig:
     embedder_chosen: bool = False
     """Whether ``embedder`` was given (flag, environment or file) rather than defaulted:
     only then may ``brain serve`` switch a database whose vectors are another embedder's."""
+    retention_every_s: float = 600.0
+    """How often the background worker runs a retention pass (``brain.ops.retention``)."""
     provider_concurrency: int = 8
     provider_deadline_s: float = 60.0
     mcp_session: str | None = None
@@ -103,7 +105,7 @@ class Option:
     env: str
     parse: Callable[[str], Any]
     help: str
-    target: Literal["daemon", "brain", "compaction"] = "daemon"
+    target: Literal["daemon", "brain", "compaction", "retention"] = "daemon"
     attr: str | None = None  # the config attribute, when it differs from ``key``
     scope: Scope = "engine"
 
@@ -139,6 +141,26 @@ def _share(text: str) -> float:
     if not (math.isfinite(value) and 0 < value <= 0.5):
         raise ValueError(f"must be above 0 and at most 0.5, got {text!r}")
     return value
+
+
+def _days(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"must be 0 (off) or a positive number of days, got {text!r}")
+    return value
+
+
+def _key_days(text: str) -> tuple[tuple[str, float], ...]:
+    """``key=days,key=days``: an age limit per session key (0: none for that key)."""
+    pairs: list[tuple[str, float]] = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, days = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"must be key=days pairs separated by commas, got {item.strip()!r}")
+        pairs.append((key.strip(), _days(days.strip())))
+    return tuple(pairs)
 
 
 def _bool(text: str) -> bool:
@@ -301,6 +323,47 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "brain",
     ),
     Option(
+        "retention_max_bytes",
+        "BRAIN_RETENTION_MAX_BYTES",
+        _count,
+        "retention: while the database's used bytes pass this, drop the oldest messages' "
+        "vectors (0: no limit)",
+        "retention",
+        "max_bytes",
+    ),
+    Option(
+        "retention_max_age_days",
+        "BRAIN_RETENTION_MAX_AGE_DAYS",
+        _days,
+        "retention: messages older than this lose their vectors (0: no limit)",
+        "retention",
+        "max_age_days",
+    ),
+    Option(
+        "retention_key_max_age_days",
+        "BRAIN_RETENTION_KEY_MAX_AGE_DAYS",
+        _key_days,
+        "retention: key=days,... an age limit per session key, over retention_max_age_days",
+        "retention",
+        "key_max_age_days",
+    ),
+    Option(
+        "retention_delete_messages",
+        "BRAIN_RETENTION_DELETE_MESSAGES",
+        _bool,
+        "retention may delete whole sessions past their age (or the oldest, over "
+        "retention_max_bytes); off: messages are never deleted",
+        "retention",
+        "delete_messages",
+    ),
+    Option(
+        "retention_every_s",
+        "BRAIN_RETENTION_EVERY_S",
+        _positive_float,
+        "how often the daemon's background worker runs a retention pass (with a limit set)",
+        scope="serve",
+    ),
+    Option(
         "auto_compact",
         "BRAIN_AUTO_COMPACT",
         _bool,
@@ -446,15 +509,22 @@ def load_config(
     for key, raw in flags.items():
         if raw is not None:
             values[key] = _parse(OPTION_BY_KEY[key], raw, f"--{key.replace('_', '-')}")
-    nested: dict[str, dict[str, Any]] = {"brain": {}, "compaction": {}}
+    nested: dict[str, dict[str, Any]] = {"brain": {}, "compaction": {}, "retention": {}}
     for o in OPTIONS:
         if o.target != "daemon" and o.key in values:
             nested[o.target][o.attr or o.key] = values.pop(o.key)
     db = values.pop("db", None) or default_db_path(env)
     values["embedder_chosen"] = "embedder" in values
     defaults = BrainConfig()
+    try:
+        retention = replace(defaults.retention, **nested["retention"])
+    except ValueError as exc:
+        raise ValueError(f"retention: {exc}") from None
     brain = replace(
-        defaults, **nested["brain"], compaction=replace(defaults.compaction, **nested["compaction"])
+        defaults,
+        **nested["brain"],
+        compaction=replace(defaults.compaction, **nested["compaction"]),
+        retention=retention,
     )
     return replace(DaemonConfig(db=db), **values, brain=brain)
 

@@ -40,8 +40,10 @@ class Context:
         provider_concurrency: int = 8,
         provider_deadline_s: float = 60.0,
         shutdown: Shutdown | None = None,
+        retention_every_s: float = 600.0,
     ) -> None:
         self.brain = brain
+        self._retention_every_s = retention_every_s
         # The stop's deadline, shared by the server and the ``shutdown`` handler.
         self.shutdown = shutdown or Shutdown(30.0)
         self._db_threads = db_threads
@@ -79,7 +81,7 @@ class Context:
         """The background embedder of this engine."""
         from daemon.embeddings import Embeddings
 
-        return Embeddings(self.brain)
+        return Embeddings(self.brain, retention_every_s=self._retention_every_s)
 
     @functools.cached_property
     def db_limiter(self) -> anyio.CapacityLimiter:

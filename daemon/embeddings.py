@@ -4,7 +4,9 @@ Ingest and compaction queue rows for embedding (``brain.vectors.index``); this l
 drains the queue in batches with ``Brain.embed_pending``, then the entity
 index's queue with ``Brain.index_entities`` (no provider: regexes, but too slow
 for ingest's own transaction), then the rollups' queue with
-``Brain.refresh_rollups`` (the day and week rollups of new leaf summaries). ``request()`` after a
+``Brain.refresh_rollups`` (the day and week rollups of new leaf summaries), and, with a
+retention limit set, a retention pass (``Brain.retain``) every ``retention_every_s``
+(the first one on its first turn). ``request()`` after a
 write wakes it; it also looks every ``every_s`` seconds, so a queue left by a
 previous process (or another process) is drained too. Like compaction, it
 waits for writes to go quiet for ``settle_s`` (at most ``max_wait_s``) before it
@@ -34,8 +36,11 @@ class Embeddings:
         every_s: float = 5.0,
         settle_s: float = 0.25,
         max_wait_s: float = 5.0,
+        retention_every_s: float = 600.0,
     ) -> None:
         self.brain = brain
+        self.retention_every_s = retention_every_s
+        self._retained_at: float | None = None
         self.batch = batch
         self.every_s = every_s
         self.settle_s = settle_s
@@ -96,6 +101,25 @@ class Embeddings:
                 )
             self._errors[what] = repr(exc)
 
+    async def _retain(self) -> None:
+        """A retention pass when a limit is set and ``retention_every_s`` has passed.
+
+        The pass commits in small batches and asks ``_stopped`` between them, so a
+        stop waits for one batch at most; a failure is logged like any queue's.
+        """
+        if not self.brain.config.retention.active:
+            return
+        now = anyio.current_time()
+        if self._retained_at is not None and now - self._retained_at < self.retention_every_s:
+            return
+        self._retained_at = now
+
+        def one_pass() -> int:
+            self.brain.retain(stop=lambda: self._stopped)
+            return 0
+
+        await self._drain("retention", one_pass)
+
     async def run(self) -> None:
         """Loop until cancelled or stopped, draining the queue when woken or periodically."""
         while not self._stopped:
@@ -112,6 +136,7 @@ class Embeddings:
             # One batch a turn, so a stop is never held up long.
             await self._drain("entity indexing", lambda: self.brain.index_entities(1))
             await self._drain("rollup refresh", lambda: self.brain.refresh_rollups(1).leaves)
+            await self._retain()
             with anyio.move_on_after(self.every_s):
                 await self._wake.wait()
             self._wake = anyio.Event()

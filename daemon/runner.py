@@ -149,6 +149,7 @@ def context_for(brain: Brain, config: DaemonConfig, shutdown: Shutdown | None = 
         provider_concurrency=config.provider_concurrency,
         provider_deadline_s=config.provider_deadline_s,
         shutdown=shutdown,
+        retention_every_s=config.retention_every_s,
     )
 
 

@@ -93,6 +93,9 @@ METHODS: Final[dict[str, MethodSpec]] = {
         "BootstrapParams", "import a session's JSONL transcript after what is stored"
     ),
     "health": MethodSpec(NoParams, "the retrieval graph's shape: counts, tiers, orphans"),
+    "retain": MethodSpec(
+        NoParams, "apply the retention limits now: drop old derived data, hand pages back"
+    ),
     "save": MethodSpec(NoParams, "checkpoint the WAL and flush hot state"),
     "reload": MethodSpec(NoParams, "reopen the database and rebuild hot state"),
     "shutdown": MethodSpec(NoParams, "finish in-flight requests, flush, exit 0"),

@@ -12,6 +12,7 @@ Tested through ``Brain.info``: ``tests/brain/test_engine.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from brain.store.connection import Store
 from brain.store.identity import stored_identity
@@ -37,6 +38,56 @@ class EmbeddingsInfo:
     stored_embedder: str | None
 
 
+TOTALS: Final = (
+    "passes",
+    "vectors_dropped",
+    "traces_dropped",
+    "sessions_deleted",
+    "messages_deleted",
+    "pages_vacuumed",
+    "bytes_reclaimed",
+)
+"""The running sums ``info`` reports (``retention_totals``)."""
+AUTO_VACUUM: Final = {0: "none", 1: "full", 2: "incremental"}
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionInfo:
+    """Retention as ``info`` shows it: the running totals of every pass, and the file's
+    free pages (``free_bytes``: reused by later writes, or handed back by the next pass
+    when ``auto_vacuum`` is incremental)."""
+
+    auto_vacuum: str
+    free_bytes: int
+    last_pass_at: str | None
+    passes: int
+    vectors_dropped: int
+    traces_dropped: int
+    sessions_deleted: int
+    messages_deleted: int
+    pages_vacuumed: int
+    bytes_reclaimed: int
+
+
+def read_retention(store: Store) -> RetentionInfo:
+    """The totals and the file's state (read-only; inside the caller's read)."""
+    totals = {str(k): int(v) for k, v in store.execute("SELECT name, n FROM retention_totals")}
+    page_size = int(store.scalar("PRAGMA page_size"))
+    last = store.scalar("SELECT value FROM meta WHERE key = 'retention_last_pass_at'")
+    return RetentionInfo(
+        auto_vacuum=AUTO_VACUUM.get(int(store.scalar("PRAGMA auto_vacuum")), "none"),
+        free_bytes=int(store.scalar("PRAGMA freelist_count")) * page_size,
+        last_pass_at=None if last is None else str(last),
+        passes=totals.get("passes", 0),
+        vectors_dropped=totals.get("vectors_dropped", 0),
+        traces_dropped=totals.get("traces_dropped", 0),
+        sessions_deleted=totals.get("sessions_deleted", 0),
+        messages_deleted=totals.get("messages_deleted", 0),
+        pages_vacuumed=totals.get("pages_vacuumed", 0),
+        bytes_reclaimed=totals.get("bytes_reclaimed", 0),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Info:
     """Counts and identity of an open database."""
@@ -55,6 +106,8 @@ class Info:
     entities_pending: int
     """Messages waiting for the entity index (drained in the background, and by every
     ``entities``/``entity`` read); grep's entity features see them once indexed."""
+    retention: RetentionInfo
+    """What retention passes took back (``brain.ops.retention``) and the file's free pages."""
 
 
 _COUNTS = "SELECT name, n FROM counts"
@@ -89,4 +142,5 @@ def read_info(store: Store, *, db: str, embedder: str, dim: int) -> Info:
         db_bytes=page_count * page_size,
         embeddings=embeddings,
         entities_pending=counts["entity_backlog"],
+        retention=read_retention(store),
     )

@@ -13,7 +13,11 @@ from typing import TYPE_CHECKING
 from brain.store.access import Access
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from brain.config import BrainConfig
     from brain.ops.grants import Grant, Reach
+    from brain.ops.retention import RetentionReport
 
 
 class GrantService:
@@ -90,3 +94,23 @@ class GrantService:
 
         with self._access.locked() as store:
             return grants.settle(store, grant_id, holder, tokens)
+
+
+class RetentionService:
+    """Retention over one database (``brain.ops.retention``)."""
+
+    def __init__(self, access: Access, config: BrainConfig) -> None:
+        """``access``: the database's connections; ``config``: its limits."""
+        self._access = access
+        self._config = config
+
+    def retain(self, *, stop: Callable[[], bool] | None = None) -> RetentionReport:
+        """Run one retention pass now: drop derived data past the configured age and
+        size (messages only with ``delete_messages``), then hand freed pages back.
+
+        Each batch is its own short transaction under the write lock, so requests go
+        on meanwhile; ``stop`` (asked between batches) ends it early.
+        """
+        from brain.ops.retention import run_pass
+
+        return run_pass(self._access, self._config, stop=stop)

@@ -44,6 +44,17 @@ def _busy_timeout(conn: apsw.Connection, config: BrainConfig) -> None:
     conn.set_busy_timeout(config.busy_timeout_ms)
 
 
+def _auto_vacuum(conn: apsw.Connection, config: BrainConfig) -> None:
+    # A new database keeps a map of its pages so a retention pass can hand freed
+    # pages back to the file system in small steps (``PRAGMA incremental_vacuum``).
+    # It can only be chosen before the first page is written (before WAL, whose
+    # switch writes the header); an older file switches with one VACUUM
+    # (``brain doctor --repair``, the ``vacuum`` check).
+    row = conn.execute("PRAGMA page_count").fetchone()
+    if row is not None and int(row[0]) == 0:
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+
+
 def _wal(conn: apsw.Connection, config: BrainConfig) -> None:
     # WAL lets readers in other processes proceed while we write, and makes a
     # commit a single append. Changing journal mode silently commits, which is
@@ -93,6 +104,7 @@ def _vec_extension_path() -> str:
 
 SETUP_STEPS: Final[tuple[tuple[str, SetupStep], ...]] = (
     ("busy_timeout", _busy_timeout),
+    ("auto_vacuum", _auto_vacuum),
     ("wal", _wal),
     ("synchronous", _synchronous),
     ("foreign_keys", _foreign_keys),

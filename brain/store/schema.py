@@ -19,6 +19,7 @@ from brain.errors import StorageError
 from brain.store.migrations import (
     counts,
     entities,
+    retention,
     rollups,
     v01_to_v06,
     v07_to_v13,
@@ -37,6 +38,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     *rollups.SCRIPTS,
     *counts.SCRIPTS,
     *vectors_int8.SCRIPTS,
+    *retention.SCRIPTS,
 )
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 

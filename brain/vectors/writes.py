@@ -25,6 +25,14 @@ Kind = Literal["message", "summary", "node"]
 """What a queued or stored row is: a message, a summary or a graph node."""
 
 
+RETAINED = (
+    "EXISTS (SELECT 1 FROM retention r WHERE r.conversation_id = m.conversation_id "
+    "AND m.seq <= r.vectors_through_seq)"
+)
+"""SQL true for a message ``m`` whose vector a retention pass dropped
+(``brain.ops.retention``): it is not embedded again."""
+
+
 def _ids(row_ids: Sequence[int]) -> str:
     return orjson.dumps(list(row_ids)).decode()
 
@@ -43,9 +51,11 @@ def enqueue(store: Store, kind: Kind, row_ids: Sequence[int]) -> None:
 
 
 def enqueue_everything(store: Store) -> None:
-    """Queue every message, summary and node with text (an embedder switch re-embeds all)."""
+    """Queue every message, summary and node with text (an embedder switch re-embeds all),
+    except messages whose vectors retention dropped (``RETAINED``)."""
     store.execute(
-        "INSERT OR IGNORE INTO embed_queue (kind, row_id) SELECT 'message', id FROM messages"
+        "INSERT OR IGNORE INTO embed_queue (kind, row_id) "  # noqa: S608
+        f"SELECT 'message', m.id FROM messages m WHERE NOT {RETAINED}"
     )
     store.execute(
         "INSERT OR IGNORE INTO embed_queue (kind, row_id) SELECT 'summary', id FROM summaries"

@@ -1,4 +1,5 @@
-"""Handlers of the daemon's own methods: ``ping``, ``info``, ``save``, ``reload``, ``shutdown``.
+"""Handlers of the daemon's own methods: ``ping``, ``info``, ``retain``, ``save``, ``reload``,
+``shutdown``.
 
 Tested through the daemon: tests/e2e/test_lcm.py, test_durability.py and
 test_shutdown.py send these methods to a real process (``shutdown`` is
@@ -49,6 +50,12 @@ def info_now(ctx: Context, params: NoParams) -> dict[str, Any] | None:
     out = dataclasses.asdict(info)
     out["compaction"] = ctx.compaction_counts()
     return out
+
+
+async def retain(ctx: Context, params: NoParams) -> dict[str, Any]:
+    """One retention pass now (``Brain.retain``): each batch its own short write, so
+    other requests go on between them."""
+    return dataclasses.asdict(await ctx.db(ctx.brain.retain))
 
 
 async def save(ctx: Context, params: NoParams) -> dict[str, Any]:

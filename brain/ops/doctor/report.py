@@ -28,6 +28,7 @@ CHECKS: Final = (
     "suppression",
     "rollups",
     "counts",
+    "vacuum",
 )
 """Every check's name, in the order they run and are reported."""
 

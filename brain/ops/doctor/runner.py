@@ -25,6 +25,7 @@ from brain.ops.doctor import (
     rollups,
     schema,
     suppression,
+    vacuum,
     vectors,
 )
 from brain.ops.doctor.report import Check, DoctorReport, Finding
@@ -110,6 +111,7 @@ def _run_checks(store: Store, deep: bool, version_before: int) -> list[Finding]:
         suppression.check(store),
         rollups.check(store),
         counts.check(store),
+        vacuum.check(store),
     ]
 
 
@@ -145,4 +147,5 @@ _REPAIRS: Final[Mapping[str, Callable[[Store, Finding], list[str]]]] = {
     "suppression": suppression.repair,
     "rollups": rollups.repair,
     "counts": counts.repair,
+    "vacuum": vacuum.repair,
 }

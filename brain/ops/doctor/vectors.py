@@ -13,7 +13,7 @@ from typing import Any, Final
 from brain.ops.doctor.report import Finding
 from brain.store.connection import Store
 from brain.vectors.index import Kind, note_vectors_changed, stored_identity
-from brain.vectors.writes import enqueue_existing
+from brain.vectors.writes import RETAINED, enqueue_existing
 
 __all__ = ["check", "repair"]
 
@@ -28,16 +28,18 @@ _GHOST_VECTORS: Final = (
 )
 
 
-def _unembedded(kind: str, table: str, where: str = "1") -> str:
+def _unembedded(kind: str, table: str, where: str = "1", alias: str = "t") -> str:
     return (
-        f"SELECT '{kind}', t.id FROM {table} t WHERE {where} AND NOT EXISTS "  # noqa: S608
-        f"(SELECT 1 FROM vectors v WHERE v.kind = '{kind}' AND v.row_id = t.id) AND NOT EXISTS "
-        f"(SELECT 1 FROM embed_queue q WHERE q.kind = '{kind}' AND q.row_id = t.id)"
+        f"SELECT '{kind}', {alias}.id FROM {table} {alias} WHERE {where} AND NOT EXISTS "  # noqa: S608
+        f"(SELECT 1 FROM vectors v WHERE v.kind = '{kind}' AND v.row_id = {alias}.id) "
+        f"AND NOT EXISTS (SELECT 1 FROM embed_queue q WHERE q.kind = '{kind}' "
+        f"AND q.row_id = {alias}.id)"
     )
 
 
 _MISSING_VECTORS: Final = (
-    _unembedded("message", "messages"),
+    # A message whose vector retention dropped is not missing one.
+    _unembedded("message", "messages", f"NOT {RETAINED}", alias="m"),
     _unembedded("summary", "summaries"),
     _unembedded("node", "nodes", "t.content IS NOT NULL"),
 )

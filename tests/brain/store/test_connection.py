@@ -47,6 +47,7 @@ def _put(store: Store, key: str) -> None:
 def test_open_store_names_its_setup_steps_in_order() -> None:
     assert [name for name, _ in SETUP_STEPS] == [
         "busy_timeout",
+        "auto_vacuum",
         "wal",
         "synchronous",
         "foreign_keys",
