@@ -100,7 +100,7 @@ HANDLERS: dict[str, Handler] = {
     "maintain": Handler(graph.maintain, _no_lane, mutates=True),
     "bootstrap": Handler(messages.bootstrap, _session_lane, mutates=True),
     "health": Handler(graph.health, _no_lane, loop_free=True),
-    "retain": Handler(lifecycle.retain, _no_lane, mutates=True, loop_free=True),
+    "retain": Handler(lifecycle.retain, _no_lane, mutates=True),
     "save": Handler(lifecycle.save, _no_lane, loop_free=True),
     "reload": Handler(lifecycle.reload, _no_lane, loop_free=True),
     "shutdown": Handler(lifecycle.shutdown, _no_lane),
