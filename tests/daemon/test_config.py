@@ -161,3 +161,41 @@ def test_the_offline_summarizer_is_chosen_by_name_and_an_unknown_one_names_the_c
         match="--offline-summarizer: must be one of default, extractive_v1, truncation, random",
     ):
         load_config(_no_flags() | {"offline_summarizer": "gpt"}, {})
+
+
+def test_retention_options_reach_the_retention_config_and_stay_off_by_default(
+    tmp_path: Path,
+) -> None:
+    assert not load_config(_no_flags(), {}).brain.retention.active
+    toml = tmp_path / "brain.toml"
+    toml.write_text(
+        'retention_key_max_age_days = "scratch=2, work=0"\n'
+        "retention_delete_messages = true\nretention_every_s = 60\n"
+    )
+    env = {"BRAIN_RETENTION_MAX_AGE_DAYS": "30"}
+    flags = _no_flags() | {"retention_max_bytes": "1000000"}
+    config = load_config(flags, env, str(toml))
+    retention = config.brain.retention
+    assert retention.active
+    assert (retention.max_bytes, retention.max_age_days) == (1_000_000, 30.0)
+    assert retention.delete_messages is True
+    assert config.retention_every_s == 60.0
+    assert retention.age_days("scratch") == 2.0
+    assert retention.age_days("work") == 0.0  # 0 exempts the key
+    assert retention.age_days(None) == 30.0
+    assert retention.age_days("other") == 30.0
+
+
+@pytest.mark.parametrize(
+    ("key", "raw"),
+    [
+        ("retention_key_max_age_days", "scratch"),
+        ("retention_key_max_age_days", "=3"),
+        ("retention_key_max_age_days", "scratch=-1"),
+        ("retention_max_age_days", "-2"),
+        ("retention_max_bytes", "-1"),
+    ],
+)
+def test_a_bad_retention_value_names_the_option(key: str, raw: str) -> None:
+    with pytest.raises(ValueError, match="--" + key.replace("_", "-")):
+        load_config(_no_flags() | {key: raw}, {})
