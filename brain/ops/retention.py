@@ -52,11 +52,16 @@ from brain.ops.info import AUTO_VACUUM
 from brain.store.access import Access
 from brain.store.connection import Store
 
-BATCH: Final = 1_000
-"""Messages whose vectors one transaction drops (~1 MiB of pages)."""
-VACUUM_STEP_PAGES: Final = 256
-"""Pages one ``incremental_vacuum`` step hands back (1 MiB at 4 KiB pages): a few
-milliseconds under the write lock, so a request waits at most one step."""
+BATCH: Final = 500
+"""Messages whose vectors one transaction drops (~0.5 MiB of pages)."""
+VACUUM_STEP_PAGES: Final = 128
+"""Pages one ``incremental_vacuum`` step hands back (512 KiB at 4 KiB pages)."""
+REST_SHARE: Final = 1.0
+"""After each batch the pass rests this many times as long as the batch held the write
+lock (at most ``REST_MAX_S``): the engine's lock is not fair, and a pass that took it
+back at once kept a waiting ``ingest`` behind several batches (232 ms at 100k
+messages). Resting as long as it worked leaves requests at least half the lock."""
+REST_MAX_S: Final = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +138,11 @@ class _Pass:
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Store]:
-        """One short write transaction under the engine's lock."""
+        """One short write transaction under the engine's lock, then a rest (``REST_SHARE``)."""
+        started = time.perf_counter()
         with self.access.locked() as store, store.transaction():
             yield store
+        time.sleep(min(REST_MAX_S, (time.perf_counter() - started) * REST_SHARE))
 
     def cutoff(self, days: float) -> str:
         return iso(self.now - timedelta(days=days))
