@@ -349,7 +349,7 @@ PUBLIC = [
     "ingest", "learn", "maintain",
     "may_switch_embedder", "path", "prepare_teach", "probe",
     "query", "rebuild_withheld", "recall_text", "recent", "refresh_rollups", "reload",
-    "renew_grant", "revoke_grant", "save",
+    "renew_grant", "retain", "revoke_grant", "save",
     "settle_grant", "stop_compactions", "store", "suppress", "sync", "sync_index", "synthesize",
     "teach", "trace", "warm_graph", "withheld_sessions",
 ]  # fmt: skip
