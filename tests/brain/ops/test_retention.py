@@ -159,7 +159,9 @@ def test_over_max_bytes_the_oldest_vectors_go_and_the_file_shrinks(tmp_path: Pat
         ).fetchone()
     finally:
         conn.close()
-    assert dropped_max is not None and kept and dropped_max[0] < kept[0]
+    assert dropped_max is not None
+    assert kept
+    assert dropped_max[0] < kept[0]
     assert doctor(db, BrainConfig()).ok
 
 
