@@ -10,6 +10,8 @@ tests/brain/ops/doctor/test_runner.py.
 
 from __future__ import annotations
 
+from typing import Final
+
 from brain.ops.doctor.report import Finding
 from brain.store.connection import Store
 from brain.store.migrations.counts import COUNTED
@@ -17,13 +19,16 @@ from brain.store.migrations.counts import COUNTED
 __all__ = ["check", "repair"]
 
 
+_PAIRS: Final = " UNION ALL ".join(
+    f"SELECT '{t}', (SELECT n FROM counts WHERE name = '{t}'), (SELECT count(*) FROM {t})"  # noqa: S608
+    for t in COUNTED
+)
+"""Each counter beside its table's ``count(*)``, in one statement: one snapshot, so a
+daemon committing meanwhile (a row and its counter together) cannot make them differ."""
+
+
 def _drifted(store: Store) -> list[str]:
-    kept = {str(name): int(n) for name, n in store.execute("SELECT name, n FROM counts")}
-    return [
-        table
-        for table in COUNTED
-        if kept.get(table) != int(store.scalar(f"SELECT count(*) FROM {table}") or 0)  # noqa: S608
-    ]
+    return [str(table) for table, kept, counted in store.execute(_PAIRS) if kept != counted]
 
 
 def check(store: Store) -> Finding:
