@@ -75,7 +75,9 @@ def read_retention(store: Store) -> RetentionInfo:
     page_size = int(store.scalar("PRAGMA page_size"))
     last = store.scalar("SELECT value FROM meta WHERE key = 'retention_last_pass_at'")
     return RetentionInfo(
-        auto_vacuum=AUTO_VACUUM.get(int(store.scalar("PRAGMA auto_vacuum")), "none"),
+        # Recorded by the migration and the switch, not asked of the pragma here: see
+        # brain.store.migrations.retention.
+        auto_vacuum=AUTO_VACUUM.get(totals.get("auto_vacuum", 0), "none"),
         free_bytes=int(store.scalar("PRAGMA freelist_count")) * page_size,
         last_pass_at=None if last is None else str(last),
         passes=totals.get("passes", 0),

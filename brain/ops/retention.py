@@ -379,7 +379,7 @@ class _Pass:
     def vacuum_step(self) -> int:
         """Incremental vacuum in small steps, then a checkpoint (which, in WAL mode, is
         when the file itself shrinks); pages handed back."""
-        with self.access.reading() as store:
+        with self.access.locked() as store:  # the pragma stays off the read path
             if int(store.scalar("PRAGMA auto_vacuum")) != 2:
                 return 0
         freed = 0
@@ -439,7 +439,7 @@ def run_pass(
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (iso(work.now),),
         )
-    with access.reading() as store:
+    with access.locked() as store:
         used = used_bytes(store)
         file_after = _file_bytes(store)
         mode = AUTO_VACUUM.get(int(store.scalar("PRAGMA auto_vacuum")), "none")

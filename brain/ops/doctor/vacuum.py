@@ -44,5 +44,10 @@ def repair(store: Store, found: Finding) -> list[str]:
     store.execute("PRAGMA auto_vacuum = INCREMENTAL")
     store.execute("VACUUM")
     after = int(store.scalar("PRAGMA page_count"))
+    with store.transaction():  # what ``info`` reports (brain.store.migrations.retention)
+        store.execute(
+            "INSERT INTO retention_totals (name, n) SELECT 'auto_vacuum', auto_vacuum "
+            "FROM pragma_auto_vacuum WHERE true ON CONFLICT (name) DO UPDATE SET n = excluded.n"
+        )
     took = time.perf_counter() - started
     return [f"switched to incremental vacuum (VACUUM: {before} -> {after} pages, {took:.1f} s)"]

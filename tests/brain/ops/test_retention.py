@@ -66,6 +66,11 @@ def test_a_new_database_keeps_a_page_map_for_incremental_vacuum(tmp_path: Path) 
         assert store.scalar("PRAGMA auto_vacuum") == 2  # INCREMENTAL
     finally:
         store.close()
+    brain = _brain(tmp_path / "brain.db", BrainConfig())
+    try:
+        assert brain.info().retention.auto_vacuum == "incremental"
+    finally:
+        brain.close()
 
 
 def test_messages_past_their_age_lose_their_vectors_and_keep_everything_else(
@@ -245,6 +250,7 @@ def test_doctor_switches_an_old_database_to_incremental_vacuum(tmp_path: Path) -
     conn.execute("PRAGMA auto_vacuum = NONE")
     conn.execute("VACUUM")  # as every database made before schema v19
     assert conn.execute("PRAGMA auto_vacuum").fetchone() == (0,)
+    conn.execute("UPDATE retention_totals SET n = 0 WHERE name = 'auto_vacuum'")
     conn.close()
     looked = doctor(db, BrainConfig())
     assert looked.check("vacuum").problems == ("not_incremental",)
@@ -254,3 +260,8 @@ def test_doctor_switches_an_old_database_to_incremental_vacuum(tmp_path: Path) -
     conn = apsw.Connection(str(db))
     assert conn.execute("PRAGMA auto_vacuum").fetchone() == (2,)
     conn.close()
+    brain = _brain(db, BrainConfig())
+    try:
+        assert brain.info().retention.auto_vacuum == "incremental"
+    finally:
+        brain.close()
