@@ -6,8 +6,8 @@ write lock released between them, so requests go on during a pass):
 1. **Query traces** past ``trace_max_age_days`` or ``trace_max_count`` (the graph's
    own retention, also applied by ``maintain``'s prune).
 2. **Vectors of old messages** (``RetentionConfig.max_age_days``, per session key
-   ``key_max_age_days``): the largest derived data (~1.1 KiB a message at 256
-   dimensions, against ~0.9 KiB for the message), made again by embedding. Such a
+   ``key_max_age_days``): the largest derived data that can be made again (by
+   embedding) from the message. Such a
    message is no longer found by semantic grep; full-text and regex grep, hybrid
    grep's text half, summaries, ``describe``, ``expand`` and the message itself
    are unchanged. A session's dropped prefix is recorded (``retention``, through
@@ -27,7 +27,7 @@ deleted unless ``delete_messages`` says so.
 
 Then the freed pages go back to the file system: ``PRAGMA incremental_vacuum`` in
 steps of ``VACUUM_STEP_PAGES`` (each a transaction of its own), and a checkpoint,
-which shrinks the file in WAL mode. A database made before schema v19 has no
+which shrinks the file in WAL mode. A database made before schema v20 has no
 page map (``auto_vacuum`` NONE): its freed pages are reused by later writes, and
 ``brain doctor --repair`` switches it once (a VACUUM).
 

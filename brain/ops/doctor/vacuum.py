@@ -1,6 +1,6 @@
 """The ``vacuum`` check and its repair: can freed pages go back to the file system?
 
-A database made since schema v19 keeps a page map (``auto_vacuum = INCREMENTAL``),
+A database made since schema v20 keeps a page map (``auto_vacuum = INCREMENTAL``),
 so a retention pass (``brain.ops.retention``) shrinks the file in small steps. An
 older file has none: its free pages are only reused by later writes. The repair
 switches it with one ``VACUUM`` (the whole file rewritten, under the write lock:

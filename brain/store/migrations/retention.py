@@ -1,4 +1,4 @@
-"""Retention's bookkeeping (schema v19): how far each session's derived data was
+"""Retention's bookkeeping (schema v20): how far each session's derived data was
 dropped, and what every pass took back.
 
 ``retention`` holds, per conversation, the newest ``seq`` whose message lost its

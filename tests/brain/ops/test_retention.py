@@ -248,7 +248,7 @@ def test_doctor_switches_an_old_database_to_incremental_vacuum(tmp_path: Path) -
         brain.close()
     conn = apsw.Connection(str(db))
     conn.execute("PRAGMA auto_vacuum = NONE")
-    conn.execute("VACUUM")  # as every database made before schema v19
+    conn.execute("VACUUM")  # as every database made before schema v20
     assert conn.execute("PRAGMA auto_vacuum").fetchone() == (0,)
     conn.execute("UPDATE retention_totals SET n = 0 WHERE name = 'auto_vacuum'")
     conn.close()
