@@ -32,7 +32,7 @@ class Embeddings:
         self,
         brain: Brain,
         *,
-        batch: int = 256,
+        batch: int = 1024,
         every_s: float = 5.0,
         settle_s: float = 0.25,
         max_wait_s: float = 5.0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -257,3 +258,26 @@ def test_onnx_without_the_extra_says_which_extra_to_install() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert "brain-memory[onnx]" in done.stdout
+
+
+def test_static_cached_chunks_give_the_tokenizers_own_ids(static: StaticEmbedder) -> None:
+    # Plain texts are tokenized chunk by chunk through a cache; every text must still get
+    # exactly the ids the tokenizer gives it whole (punctuation, control characters,
+    # non-ASCII, over-long words and texts past max_tokens included).
+    rng = random.Random(7)
+    alphabet = "abcXYZ019 .,;:!?'\"-_()[]{}\t\n\r/\\@#$%^&*+=<>|~`"
+    texts = [
+        "naïve café 東京",
+        "a\x0bb c\x1fd",
+        "x" * 5000,
+        "retrieval " * 2000,
+        "",
+        "  \n ",
+        "Hello,world!! don't stop-believing",
+        "e\u0301 \ufb01ne \uff21\uff22\uff23 \x7fdel",
+    ]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(500)]
+    model = static._load()
+    expected = [e.ids for e in model.tokenizer.encode_batch(texts, add_special_tokens=False)]
+    assert model.token_ids(texts) == expected
+    assert model.token_ids(texts) == expected  # the second time every chunk is cached
