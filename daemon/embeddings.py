@@ -1,10 +1,11 @@
 """Embedding off the request path.
 
 Ingest and compaction queue rows for embedding (``brain.vectors.index``); this loop
-drains the queue in batches with ``Brain.embed_pending``, then the entity
-index's queue with ``Brain.index_entities`` (no provider: regexes, but too slow
-for ingest's own transaction), then the rollups' queue with
-``Brain.refresh_rollups`` (the day and week rollups of new leaf summaries), and, with a
+drains the queue in batches with ``Brain.embed_pending``, in turns with the entity
+index's queue (``Brain.index_entities``: no provider, regexes, but too slow
+for ingest's own transaction) and the rollups' queue
+(``Brain.refresh_rollups``: the day and week rollups of new leaf summaries), one
+batch of each a round, so no queue waits for another to empty; then, with a
 retention limit set, a retention pass (``Brain.retain``) every ``retention_every_s``
 (the first one on its first turn). ``request()`` after a
 write wakes it; it also looks every ``every_s`` seconds, so a queue left by a
@@ -47,7 +48,8 @@ class Embeddings:
         self.max_wait_s = max_wait_s
         self.embedded = 0
         self._errors: dict[str, str | None] = {}
-        """The last error of each queue (``_drain``'s ``what``), None once it drained."""
+        """The last error of each queue (``_step``'s ``what``), None after a batch went
+        through."""
         self._limiter = anyio.CapacityLimiter(1)
         self._wake = anyio.Event()
         self._last_request = 0.0
@@ -63,32 +65,24 @@ class Embeddings:
         self._stopped = True
         self._wake.set()
 
-    async def _drain(
+    async def _step(
         self,
         what: str,
         step: Callable[[], int],
         *,
         abandon_on_cancel: bool = False,
-        counted: bool = False,
-    ) -> None:
-        """Run ``step`` (one batch of a queue, returning the rows it took) until it takes none.
+    ) -> int:
+        """Run ``step`` (one batch of a queue) once; the rows it took (0 after a failure).
 
         Background work must never end the daemon: a failure is logged, once per
         distinct error (a provider that stays down, or another process owning the
         index with another embedder, would otherwise log the same line every
-        ``every_s``), and the queue is tried again on the next turn. ``counted``: the
-        rows add to ``embedded``.
+        ``every_s``), and the queue is tried again on the next turn.
         """
         try:
-            while not self._stopped:
-                n = await anyio.to_thread.run_sync(
-                    step, limiter=self._limiter, abandon_on_cancel=abandon_on_cancel
-                )
-                if n == 0:
-                    break
-                if counted:
-                    self.embedded += n
-            self._errors[what] = None
+            n = await anyio.to_thread.run_sync(
+                step, limiter=self._limiter, abandon_on_cancel=abandon_on_cancel
+            )
         except Exception as exc:
             if repr(exc) != self._errors.get(what):
                 # An engine error is expected (a provider down) and says enough;
@@ -100,6 +94,45 @@ class Embeddings:
                     exc_info=None if expected else exc,
                 )
             self._errors[what] = repr(exc)
+            return 0
+        self._errors[what] = None
+        return n
+
+    async def _drain(self) -> None:
+        """Drain the three queues in turns, one batch of each a round, until a round finds
+        nothing to do (or a stop).
+
+        In turns, not one queue after the other: while writes keep coming, one queue
+        may never empty (the entity index is slower than ingest), and a queue behind
+        it would then never be served (at 1M messages, embedding stopped for good
+        once it caught up and the worker moved on to the entity index). A queue that
+        failed waits for the next turn.
+        """
+        failed: set[str] = set()
+        while not self._stopped:
+            progress = 0
+            # Abandoned if cancelled: a hung provider must not hold up a stop.
+            if "embedding" not in failed:
+                n = await self._step(
+                    "embedding",
+                    lambda: self.brain.embed_pending(self.batch),
+                    abandon_on_cancel=True,
+                )
+                self.embedded += n
+                progress += n
+                if self._errors.get("embedding"):
+                    failed.add("embedding")
+            for what, step in (
+                ("entity indexing", lambda: self.brain.index_entities(1)),
+                ("rollup refresh", lambda: self.brain.refresh_rollups(1).leaves),
+            ):
+                if what in failed or self._stopped:
+                    continue
+                progress += await self._step(what, step)
+                if self._errors.get(what):
+                    failed.add(what)
+            if progress == 0:
+                return
 
     async def _retain(self) -> None:
         """A retention pass when a limit is set and ``retention_every_s`` has passed.
@@ -118,24 +151,15 @@ class Embeddings:
             self.brain.retain(stop=lambda: self._stopped)
             return 0
 
-        await self._drain("retention", one_pass)
+        await self._step("retention", one_pass)
 
     async def run(self) -> None:
-        """Loop until cancelled or stopped, draining the queue when woken or periodically."""
+        """Loop until cancelled or stopped, draining the queues when woken or periodically."""
         while not self._stopped:
             await until_quiet(
                 lambda: self._last_request, self.settle_s, self.max_wait_s, lambda: self._stopped
             )
-            # Abandoned if cancelled: a hung provider must not hold up a stop.
-            await self._drain(
-                "embedding",
-                lambda: self.brain.embed_pending(self.batch),
-                abandon_on_cancel=True,
-                counted=True,
-            )
-            # One batch a turn, so a stop is never held up long.
-            await self._drain("entity indexing", lambda: self.brain.index_entities(1))
-            await self._drain("rollup refresh", lambda: self.brain.refresh_rollups(1).leaves)
+            await self._drain()
             await self._retain()
             with anyio.move_on_after(self.every_s):
                 await self._wake.wait()
