@@ -99,7 +99,12 @@ class Brain:
             from brain.vectors.embedders import default_embedder
 
             embedder = default_embedder()
-        self._vectors = Embedding(self._access.locked, embedder, may_switch=may_switch_embedder)
+        self._vectors = Embedding(
+            self._access.locked,
+            embedder,
+            may_switch=may_switch_embedder,
+            reader=self._access.reading,
+        )
         # Cheap to build: each builds its parts and imports its modules on first use.
         self._lcm = LcmService(self._access, self.config, summarizer)
         self._graph = GraphService(self._access, self._vectors)

@@ -41,11 +41,20 @@ if TYPE_CHECKING:
 class Embedding:
     """One engine's vector indexes and embedding loops over the store ``lease`` lends."""
 
-    def __init__(self, lease: StoreLease, embedder: Embedder, *, may_switch: bool) -> None:
+    def __init__(
+        self,
+        lease: StoreLease,
+        embedder: Embedder,
+        *,
+        may_switch: bool,
+        reader: StoreLease | None = None,
+    ) -> None:
         """``lease``: the store under the engine's lock. ``embedder``: the engine's
         embedder. ``may_switch``: an index may replace stored vectors of another
-        embedder (see ``VectorIndex.check_identity``)."""
+        embedder (see ``VectorIndex.check_identity``). ``reader``: a read connection
+        (default: ``lease``), where the background loop finds what to embed."""
         self._lease = lease
+        self._reader = reader or lease
         self.embedder = embedder
         """The engine's embedder; replacing it re-embeds everything (lazily): the
         indexes are made again for it on next use."""
@@ -111,16 +120,22 @@ class Embedding:
         database to another embedder.
         """
         learn_dim(embedder)
-        with self._lease() as store:
-            index = self.made(store, embedder)[0]
-            taken = index.take(store, batch)
-        if not taken.keys:
-            return 0
-        vectors = taken.embed(embedder, index.dim)
-        with self._lease() as store:
-            if self.index is not index:  # the embedder changed meanwhile
+        index = self.indexes(embedder)[0]
+        while True:
+            # Taken on a read connection: only storing waits for the writer's lock, which
+            # a steady ingest holds most of the time (each wait cost a turn of the writer).
+            with self._reader() as store:
+                taken = index.take(store, batch, read_only=True)
+            if not taken.keys and not taken.gone:
                 return 0
-            return index.put(store, taken, vectors)
+            vectors = taken.embed(embedder, index.dim)
+            with self._lease() as store:
+                if self.index is not index:  # the embedder changed meanwhile
+                    return 0
+                stored = index.put(store, taken, vectors)
+            if taken.keys:
+                return stored
+            # Only rows that no longer exist, now dequeued: look again.
 
     def embed_scope(
         self, embedder: Embedder, conversations: Sequence[int] | None, limit: int

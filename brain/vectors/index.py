@@ -197,6 +197,7 @@ class VectorIndex:
         *,
         conversations: Sequence[int] | None = None,
         kinds: Sequence[Kind] | None = None,
+        read_only: bool = False,
     ) -> Pending:
         """Up to ``batch`` queued rows with their texts (the queue is left as it is).
 
@@ -205,6 +206,8 @@ class VectorIndex:
         Rows that no longer exist are dropped from the queue here. ``to_embed`` lists the
         distinct texts of the batch that have no stored vector yet. ``conversations``
         and ``kinds`` (None: any) narrow the rows taken to what one search needs.
+        ``read_only``: ``store`` is a read connection; rows that no longer exist are left
+        in ``Pending.gone`` for ``put`` to dequeue.
         """
         self.verify(store)
         where = []
@@ -232,7 +235,7 @@ class VectorIndex:
             )
         )
         gone = [(r[0], r[1]) for r in rows if r[3] is None]
-        if gone:
+        if gone and not read_only:
             with store.transaction():
                 for kind, row_id in gone:
                     store.execute(
@@ -244,6 +247,7 @@ class VectorIndex:
             [(r[0], int(r[1])) for r in live],
             [int(r[2]) for r in live],
             [str(r[3]) for r in live],
+            gone if read_only else (),
         )
 
     def put(self, store: Store, pending: Pending, embedded: npt.NDArray[np.float32]) -> int:
@@ -262,6 +266,12 @@ class VectorIndex:
         blobs = encode(np.ascontiguousarray(embedded, dtype=np.float32))
         with store.transaction():
             self.verify(store)
+            if pending.gone:
+                store.execute(
+                    "DELETE FROM embed_queue WHERE (kind, row_id) IN "
+                    "(SELECT value ->> 0, value ->> 1 FROM json_each(?))",
+                    (_keys_json(pending.gone),),
+                )
             row_blob: dict[int, bytes] = {}
             for i, slot in enumerate(pending.slots):
                 if slot >= 0:

@@ -27,11 +27,13 @@ def pending_batch(
     keys: Sequence[tuple[Kind, int]],
     conversations: Sequence[int],
     texts: Sequence[str],
+    gone: Sequence[tuple[Kind, int]] = (),
 ) -> Pending:
     """A batch for ``VectorIndex.put``: which texts need embedding, each once.
 
     A text whose hash already has a stored vector is copied from it (slot -1);
     the others get a slot in ``to_embed``, shared by equal texts in the batch.
+    ``gone``: queued rows found with no row behind them, for ``put`` to dequeue.
     """
     hashes = tuple(text_hash(t) for t in texts)
     slot_of: dict[bytes, int] = {}
@@ -45,7 +47,13 @@ def pending_batch(
                 to_embed.append(text)
         slots.append(slot_of[digest])
     return Pending(
-        tuple(keys), tuple(conversations), tuple(texts), hashes, tuple(slots), tuple(to_embed)
+        tuple(keys),
+        tuple(conversations),
+        tuple(texts),
+        hashes,
+        tuple(slots),
+        tuple(to_embed),
+        tuple(gone),
     )
 
 
@@ -60,6 +68,8 @@ class Pending:
 
     ``slots[i]`` is the index in ``to_embed`` of row ``i``'s text, or ``-1`` when a vector
     for that text is already stored (``put`` copies it). ``to_embed`` has each text once.
+    ``gone`` are queued rows whose message, summary or node no longer exists (taken on
+    a read connection, they are dequeued by ``put``).
     """
 
     keys: tuple[tuple[Kind, int], ...]
@@ -68,6 +78,7 @@ class Pending:
     hashes: tuple[bytes, ...]
     slots: tuple[int, ...]
     to_embed: tuple[str, ...]
+    gone: tuple[tuple[Kind, int], ...] = ()
 
     def embed(self, embedder: Embedder, dim: int) -> npt.NDArray[np.float32]:
         """The vectors of ``to_embed`` (an empty matrix when every text had one)."""

@@ -406,3 +406,22 @@ def test_a_stored_vector_costs_little_more_than_its_bytes_on_disk(db_path: Path)
     pages = brain.store.scalar("SELECT sum(pgsize) FROM dbstat WHERE name = 'vectors'")
     assert pages / 400 < 1_600  # a 1 KiB blob kept in its row, not on an overflow page
     brain.close()
+
+
+def test_queued_rows_whose_message_is_gone_are_dequeued_and_the_rest_embedded(
+    db_path: Path,
+) -> None:
+    # The background loop finds its batch on a read connection; rows with nothing
+    # behind them are dequeued when the batch is stored, even a batch of only those.
+    brain = _open(db_path)
+    try:
+        brain.ingest("s", [MessageIn("user", "still here")])
+        brain.store.execute(
+            "INSERT INTO embed_queue (kind, row_id) VALUES ('message', -2), ('message', -1)"
+        )
+        assert brain.embeddings_pending() == 3
+        assert brain.embed_pending(batch=2) == 1  # the two gone rows, then the real one
+        assert brain.embeddings_pending() == 0
+        assert brain.embed_pending(batch=2) == 0
+    finally:
+        brain.close()
