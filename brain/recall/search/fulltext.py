@@ -8,6 +8,7 @@ CROSS JOIN fixes the loop order). Tested through ``grep``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
@@ -22,7 +23,7 @@ from brain.recall.search.model import (
     Hit,
 )
 from brain.recall.search.snippets import make_snippet
-from brain.recall.search.terms import cjk_terms, fts_query
+from brain.recall.search.terms import cjk_terms, fts_phrases, fts_query
 from brain.store.connection import Store
 
 
@@ -48,13 +49,22 @@ def full_text_search(store: Store, options: GrepOptions) -> list[Hit]:
 
     if options.scope in ("messages", "both"):
         low, high = _message_span(store, convs)
-        for table, match in (("messages_fts", words), ("messages_cjk", cjk.match)):
-            if match is not None:
-                rows = store.execute(
-                    _RANKED_MESSAGES.format(fts=table),
-                    (match, low, high, *bounds, options.limit),
+        if words is not None:
+            span = (low, high, *bounds)
+            pruned = _pruned_messages(store, fts_phrases(options.query), span, options.limit)
+            if pruned is None:
+                pruned = list(
+                    store.execute(
+                        _RANKED_MESSAGES.format(fts="messages_fts"), (words, *span, options.limit)
+                    )
                 )
-                keep([_message_hit(r, -float(r[6]), r[7]) for r in rows])
+            keep([_message_hit(r, -float(r[6]), r[7]) for r in pruned])
+        if cjk.match is not None:
+            rows = store.execute(
+                _RANKED_MESSAGES.format(fts="messages_cjk"),
+                (cjk.match, low, high, *bounds, options.limit),
+            )
+            keep([_message_hit(r, -float(r[6]), r[7]) for r in rows])
         if cjk.short:
             keep(_containing(store, "message", cjk.short, (low, high, *bounds), options.limit))
     if options.scope in ("summaries", "both"):
@@ -93,6 +103,68 @@ _RANKED_SUMMARIES: Final = (
     "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL "
     "ORDER BY bm25({fts}) LIMIT ?"
 )
+
+# bm25 as FTS5 computes it (fts5_aux.c): each phrase adds
+# idf * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl)), f its hits in the row, with
+# idf = ln((N - n + 0.5) / (n + 0.5)) (1e-6 when not positive) over the whole table, so a
+# phrase's share of a row's score is the same whatever else the query holds, and is
+# below idf * (k1 + 1).
+_K1: Final = 1.2
+_PRUNE_FROM: Final = 20_000
+"""Rows matching any phrase above which ranking every one is worth avoiding (~15 ms)."""
+_PRUNE_RATIO: Final = 8
+"""The rows with a rare phrase must be this many times fewer than all matching rows."""
+
+
+def _pruned_messages(
+    store: Store, phrases: list[str], span: tuple[Any, ...], limit: int
+) -> list[tuple[Any, ...]] | None:
+    """The ``limit`` best message rows for the OR of ``phrases``, ranking only the rows
+    that hold a rare phrase; None when that cannot be shown exact (rank them all).
+
+    A query of a rare word and common ones matches most rows through the common
+    words, and ranking each costs ~1 us (233 ms at 1M messages). But a row with none
+    of the rare phrases scores at most the common phrases' bound (``_K1 + 1`` times
+    their idf). The rows holding a rare phrase are ranked twice: by ``(rare) AND
+    (common)``, which scores a row with both kinds as the full query does, and by
+    ``(rare)``, which scores the rows with only rare phrases as the full query does
+    (and the others lower: those among its best are in the first ranking's best, or
+    below all of them). If the ``limit``-th best of both scores above the bound, no
+    other row can enter the best ``limit``: the answer (rows, scores and snippets) is
+    exactly the full query's. More phrases count as rare until it holds or their rows
+    are more than an eighth of all matching rows (then ranking them twice costs
+    about as much as ranking every row once).
+    """
+    if len(phrases) < 2:
+        return None
+    counts = {
+        p: int(store.scalar("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", (p,)))
+        for p in phrases
+    }
+    everything = sum(counts.values())
+    if everything < _PRUNE_FROM:
+        return None
+    rows = max(int(store.scalar("SELECT n FROM counts WHERE name = 'messages'") or 0), everything)
+    idf = {p: max(math.log((rows - n + 0.5) / (n + 0.5)), 1e-6) for p, n in counts.items()}
+    order = sorted(phrases, key=lambda p: counts[p])
+    ranked_sql = _RANKED_MESSAGES.format(fts="messages_fts")
+    for split in range(1, len(order)):
+        rare, common = order[:split], order[split:]
+        # Both rankings rank the rows with a rare phrase, each row at ~3x the cost
+        # of a row of the full ranking (measured): worth it while they are few.
+        if sum(counts[p] for p in rare) * _PRUNE_RATIO > everything:
+            return None
+        # A hair above the bound: N comes from the row counter, FTS5 counts its own.
+        bound = (_K1 + 1) * sum(idf[p] for p in common) * 1.001 + 1e-9
+        either = f"({' OR '.join(rare)})"
+        both = f"{either} AND ({' OR '.join(common)})"
+        best = {r[0]: tuple(r) for r in store.execute(ranked_sql, (either, *span, limit))}
+        best.update((r[0], tuple(r)) for r in store.execute(ranked_sql, (both, *span, limit)))
+        ranked = sorted(best.values(), key=lambda r: float(r[6]))[:limit]
+        if len(ranked) == limit and -float(ranked[-1][6]) > bound:
+            return ranked
+    return None
+
 
 # Day and week rollups (``brain.lcm.rollups``) are summaries too: found with them,
 # shown while every session they draw on is in scope and none of their leaves is hidden.

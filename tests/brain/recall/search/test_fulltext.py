@@ -165,3 +165,41 @@ def test_cjk_rows_stored_before_the_trigram_index_are_found_after_upgrading(
     assert [h.id for h in again.grep(GrepOptions("障害"), session="s")] == ["ja"]
     assert [h.id for h in again.grep(GrepOptions("北京开会"), session="s")] == ["zh"]
     again.close()
+
+
+def test_a_rare_word_among_common_ones_ranks_only_its_rows_and_answers_as_ranking_all(
+    fresh_brain: Brain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ranking only the rows holding the rare word (when the bound allows) must give the
+    # rows, scores and snippets of ranking every row that holds any of the words.
+    import random
+
+    import brain.recall.search.fulltext as fulltext
+
+    rng = random.Random(3)
+    common = ["deploy", "review", "budget", "release", "meeting", "server"]
+    texts = [" ".join(rng.choice(common) for _ in range(rng.randint(3, 12))) for _ in range(600)]
+    for i in range(0, 600, 20):
+        texts[i] += " zephyrine" + " deploy" * (i % 3)
+    fresh_brain.ingest("s", [MessageIn("user", t) for t in texts[:300]])
+    fresh_brain.ingest("t", [MessageIn("user", t) for t in texts[300:]])
+    pruned: list[bool] = []
+    original = fulltext._pruned_messages
+
+    def counted(*args: object, **kwargs: object) -> object:
+        rows = original(*args, **kwargs)  # type: ignore[arg-type]
+        pruned.append(rows is not None)
+        return rows
+
+    monkeypatch.setattr(fulltext, "_PRUNE_FROM", 0)
+    for scope in (None, "s"):
+        for query in ("zephyrine deploy budget", "deploy zephyrine"):
+            options = GrepOptions(query, scope="messages", limit=10, rank=False)
+            monkeypatch.setattr(fulltext, "_pruned_messages", counted)
+            fast = fresh_brain.grep(options, session=scope)
+            monkeypatch.setattr(fulltext, "_pruned_messages", lambda *a, **k: None)
+            full = fresh_brain.grep(options, session=scope)
+            assert [(h.id, round(h.score, 9), h.snippet) for h in fast] == [
+                (h.id, round(h.score, 9), h.snippet) for h in full
+            ]
+    assert pruned == [True] * 4
