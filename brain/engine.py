@@ -99,12 +99,7 @@ class Brain:
             from brain.vectors.embedders import default_embedder
 
             embedder = default_embedder()
-        self._vectors = Embedding(
-            self._access.locked,
-            embedder,
-            may_switch=may_switch_embedder,
-            reader=self._access.reading,
-        )
+        self._vectors = Embedding(self._access.locked, embedder, may_switch=may_switch_embedder)
         # Cheap to build: each builds its parts and imports its modules on first use.
         self._lcm = LcmService(self._access, self.config, summarizer)
         self._graph = GraphService(self._access, self._vectors)

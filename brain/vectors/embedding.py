@@ -41,20 +41,11 @@ if TYPE_CHECKING:
 class Embedding:
     """One engine's vector indexes and embedding loops over the store ``lease`` lends."""
 
-    def __init__(
-        self,
-        lease: StoreLease,
-        embedder: Embedder,
-        *,
-        may_switch: bool,
-        reader: StoreLease | None = None,
-    ) -> None:
+    def __init__(self, lease: StoreLease, embedder: Embedder, *, may_switch: bool) -> None:
         """``lease``: the store under the engine's lock. ``embedder``: the engine's
         embedder. ``may_switch``: an index may replace stored vectors of another
-        embedder (see ``VectorIndex.check_identity``). ``reader``: a read connection
-        (default: ``lease``), where the background loop finds what to embed."""
+        embedder (see ``VectorIndex.check_identity``)."""
         self._lease = lease
-        self._reader = reader or lease
         self.embedder = embedder
         """The engine's embedder; replacing it re-embeds everything (lazily): the
         indexes are made again for it on next use."""
@@ -122,9 +113,11 @@ class Embedding:
         learn_dim(embedder)
         index = self.indexes(embedder)[0]
         while True:
-            # Taken on a read connection: only storing waits for the writer's lock, which
-            # a steady ingest holds most of the time (each wait cost a turn of the writer).
-            with self._reader() as store:
+            # Taken without writing: rows with nothing behind them are dequeued when the
+            # batch is stored, in its transaction. (Taking it on a pooled read connection,
+            # off the writer's lock, took the idle connection ``info`` and ``ping`` answer
+            # from while every database thread waited: tests/e2e/test_cheap_requests.py.)
+            with self._lease() as store:
                 taken = index.take(store, batch, read_only=True)
             if not taken.keys and not taken.gone:
                 return 0
