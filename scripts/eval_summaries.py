@@ -3,6 +3,7 @@
 Usage::
 
     python scripts/eval_summaries.py DATA.json --json [--summarizers a,b] [--budget N]
+        [--conversations 0,1] [--misses FILE]
 
 For each summarizer (default: all of ``default``, ``extractive_v1``,
 ``truncation``, ``random``; see ``brain.lcm.offline``) a daemon is started on a
@@ -32,6 +33,13 @@ With ``--json`` one JSON object goes to stdout, one key per summarizer, each
 "condensed_full_answer", "compression_leaf", "compression_condensed",
 "by_category": {category: {...}}, "questions": {...}, "summaries": {...},
 "summarize_ms"}`` (recalls in percent); a table goes to stderr.
+
+``--conversations 0,1`` scores only those samples (by index in the file: a quick
+look while iterating). ``--misses FILE`` writes one JSON line per leaf-scored
+question some of whose answer words are in its evidence turns but not in the leaf
+summaries covering them (what the summarizer dropped, not what the data never
+said): the summarizer, question, answer, the words missed, the evidence turns and
+the covering leaves' text.
 """
 
 from __future__ import annotations
@@ -50,7 +58,7 @@ from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_locomo import CATEGORIES, ingest_all, normalise_dia_id, session_keys
+from eval_locomo import CATEGORIES, ingest_all, messages_of, normalise_dia_id, session_keys
 
 from protocol.client import Client
 
@@ -212,6 +220,37 @@ def figures(rows: Sequence[tuple[AnsweredQuestion, float]]) -> dict[str, Any]:
     return out
 
 
+def missed(
+    questions: Iterable[AnsweredQuestion],
+    summaries: dict[str, list[SummaryView]],
+    turns: dict[str, dict[str, str]],
+) -> list[dict[str, Any]]:
+    """The questions whose evidence turns (``turns``: sample id -> turn id -> text) hold
+    answer words that the leaf summaries covering them lost."""
+    out: list[dict[str, Any]] = []
+    for q in questions:
+        views = sorted(summaries.get(q.sample_id, []), key=lambda v: (v.depth, v.id))
+        covering = [next((v for v in views if t in v.messages), None) for t in q.evidence]
+        if any(v is None for v in covering):
+            continue
+        evidence = [turns.get(q.sample_id, {}).get(t, "") for t in q.evidence]
+        kept = normalised_words("\n".join(v.content for v in covering if v is not None))
+        lost = sorted((answer_terms(q.answer) & normalised_words("\n".join(evidence))) - kept)
+        if lost:
+            out.append(
+                {
+                    "sample": q.sample_id,
+                    "category": q.category,
+                    "question": q.question,
+                    "answer": q.answer,
+                    "lost": lost,
+                    "evidence": evidence,
+                    "leaves": list(dict.fromkeys(v.content for v in covering if v is not None)),
+                }
+            )
+    return out
+
+
 def compression(views: Iterable[SummaryView]) -> float:
     """Summary tokens over the source tokens beneath them (0 when there is none)."""
     views = list(views)
@@ -260,8 +299,10 @@ def run_summarizer(
     questions: Sequence[AnsweredQuestion],
     budget: int,
     tmp: Path,
+    misses: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Ingest, compact and score every sample with the offline summarizer ``name``."""
+    """Ingest, compact and score every sample with the offline summarizer ``name``
+    (``misses``: extended with what its leaves lost, see ``missed``)."""
     db = tmp / f"{name}.db"
     views: dict[str, list[SummaryView]] = {}
     summarize_ms = 0.0
@@ -282,6 +323,12 @@ def run_summarizer(
     leaf = {s: [v for v in vs if v.depth == 0] for s, vs in views.items()}
     condensed = {s: [v for v in vs if v.depth >= 1] for s, vs in views.items()}
     leaf_rows, leaf_uncovered = score_level(questions, leaf)
+    if misses is not None:
+        turns = {
+            str(s["sample_id"]): {str(m["id"]): str(m["content"]) for m in messages_of(s)[0]}
+            for s in samples
+        }
+        misses.extend({"summarizer": name, **m} for m in missed(questions, leaf, turns))
     cond_rows, cond_uncovered = score_level(questions, condensed)
     leaf_fig, cond_fig = figures(leaf_rows), figures(cond_rows)
     all_leaves = [v for vs in leaf.values() for v in vs]
@@ -338,10 +385,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=BUDGET,
         help="the assemble budget compaction sizes for (0: the daemon's own sizes)",
     )
+    parser.add_argument(
+        "--conversations", default="", help="comma-separated sample indices to run (default: all)"
+    )
+    parser.add_argument(
+        "--misses", type=Path, help="write the answer words leaves lost, one JSON line a question"
+    )
     args = parser.parse_args(argv)
     samples = json.loads(args.data.read_text())
     if not isinstance(samples, list):
         parser.error("the data file must hold a JSON list of samples")
+    if args.conversations:
+        try:
+            wanted = [int(i) for i in args.conversations.split(",") if i.strip()]
+            samples = [samples[i] for i in wanted]
+        except (ValueError, IndexError):
+            parser.error(f"--conversations: indices 0 to {len(samples) - 1}, comma-separated")
     names = [n.strip() for n in args.summarizers.split(",") if n.strip()]
     unknown = [n for n in names if n not in SUMMARIZERS]
     if unknown:
@@ -349,9 +408,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions = answered_questions(samples)
     started = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
+    misses: list[dict[str, Any]] | None = [] if args.misses else None
     with tempfile.TemporaryDirectory(prefix="eval_summaries_") as tmp:
         for name in names:
-            results[name] = run_summarizer(name, samples, questions, args.budget, Path(tmp))
+            results[name] = run_summarizer(name, samples, questions, args.budget, Path(tmp), misses)
+    if args.misses and misses is not None:
+        args.misses.write_text("".join(json.dumps(m) + "\n" for m in misses))
     print(
         f"{args.data}: {len(samples)} conversations, {len(questions)} questions with answers, "
         f"budget {args.budget}, {time.perf_counter() - started:.1f}s",

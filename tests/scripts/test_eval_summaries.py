@@ -162,3 +162,66 @@ def test_an_unknown_summarizer_is_refused(tmp_path: Path) -> None:
     )
     assert out.returncode == 2
     assert "unknown summarizers: gpt" in out.stderr
+
+
+def test_misses_name_the_answer_words_the_evidence_had_and_the_leaves_lost() -> None:
+    question = ev.AnsweredQuestion("s", "What did Bob adopt?", "a puppy named Rex", "4", ("D1:2",))
+    leaf = ev.SummaryView("a", 0, "Bob: adopted puppy", 3, 30, frozenset({"D1:1", "D1:2"}))
+    turns = {"s": {"D1:2": "We adopted a puppy named Rex from Oakland."}}
+    [miss] = ev.missed([question], {"s": [leaf]}, turns)
+    assert miss["lost"] == ["nam", "rex"]
+    assert miss["evidence"] == ["We adopted a puppy named Rex from Oakland."]
+    assert miss["leaves"] == ["Bob: adopted puppy"]
+    # Words the evidence never said are no miss of the summarizer's.
+    vague = ev.AnsweredQuestion("s", "Who?", "his dog Rex", "4", ("D1:2",))
+    assert [m["lost"] for m in ev.missed([vague], {"s": [leaf]}, turns)] == [["rex"]]
+
+
+def test_conversations_and_misses_limit_and_explain_a_run(tmp_path: Path) -> None:
+    data = tmp_path / "d.json"
+    other = {**_sample(), "sample_id": "conv-y"}
+    other["conversation"]["session_1"][39]["text"] = "Our cat Miso only eats tuna from Lisbon."
+    other["qa"] = [*other["qa"], {"question": "Food?", "answer": "tuna", "evidence": ["D1:40"]}]
+    data.write_text(json.dumps([_sample(), other]))
+    misses = tmp_path / "misses.jsonl"
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            str(data),
+            "--json",
+            "--summarizers",
+            "truncation",
+            "--conversations",
+            "1",
+            "--misses",
+            str(misses),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    result = json.loads(out.stdout)["truncation"]
+    assert result["questions"]["leaf_scored"] == 3  # conv-y's three, not conv-x's too
+    rows = [json.loads(line) for line in misses.read_text().splitlines()]
+    # Truncation keeps the start of the chunk: turn 40's answer is lost.
+    assert [(r["summarizer"], r["sample"], r["answer"], r["lost"]) for r in rows] == [
+        ("truncation", "conv-y", "tuna", ["tuna"])
+    ]
+
+
+def test_a_conversation_index_out_of_range_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "d.json"
+    data.write_text(json.dumps([_sample()]))
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), str(data), "--conversations", "3"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "--conversations: indices 0 to 0" in out.stderr
