@@ -7,13 +7,16 @@ stemmed; stop words dropped; reactions weigh a quarter), an uncommon English
 word weighing more than a common one. A first-person report of something done
 or owned, a decision or commitment, an error or its fix, and the answer to
 another speaker's question get a bonus; a remark on the listener loses a
-little; a clause with no content word gets no bonus. In a condensed summary a
-fact of few children weighs more (``favour_rare``).
+little; a clause with no content word gets no bonus. A clause repeated in many
+messages weighs less (``discount_repeats``); in a leaf a fact said in several
+messages weighs more (``favour_topics``), in a condensed summary a fact of few
+children does (``favour_rare``).
 Tests: tests/brain/lcm/facts/test_summarizer.py.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -41,12 +44,14 @@ _RARE_WORD: Final = 1.0  # an uncommon English word weighs up to this much more
 _FILLER_WEIGHT: Final = 0.25  # reactions: rarely the point, sometimes the answer ("happy")
 _PRESENT_NAME_WEIGHT: Final = 0.25  # the people talking are in the header already
 _RARE_BONUS: Final = 0.5  # condensed: a fact of one child weighs 1.5x, of all about 1x
+_TOPIC_BONUS: Final = 0.5  # leaf: a fact of n messages weighs 1 + ln(n) / 2
 _REPORT_BONUS: Final = 2.0
 _ADDRESSED_PENALTY: Final = 0.5
 _DECISION_BONUS: Final = 1.5
 _ERROR_BONUS: Final = 1.5
 ANSWER_BONUS: Final = 1.0
 _CLIP: Final = 300  # characters of one clause (a pasted log line is not a fact)
+_REPEATS_KEPT: Final = 2  # a clause said in more messages than this is boilerplate
 
 _DECISION: Final = re.compile(
     r"\b(?:decid\w*|decision|we'll|we will|i'll|i will|will|won't|agreed|let's|plan\w*|"
@@ -71,6 +76,7 @@ _ERROR: Final = re.compile(
 # Names joined by slashes ("vault/ci/7", "feature/login"): one thing, not three words.
 _SLASHED: Final = re.compile(r"(?<![\w/])[\w.-]+(?:/[\w.-]+)+")
 _VOCATIVE: Final = re.compile(r",\s*([A-Z][a-z]+)\s*[.!?\u2026]*$")
+_DIGITS: Final = re.compile(r"\d+")
 
 
 @dataclass(slots=True)
@@ -125,6 +131,7 @@ class Scorer:
             return None
         facts: dict[str, float] = {}
         shown: list[tuple[str, str]] = []
+        whole: list[tuple[int, int]] = []  # spans of entities that are one fact
         for mention in extract(text):
             key = f"{mention.kind}:{mention.key}"
             weight = _ENTITY_WEIGHT.get(mention.kind, 2.0)
@@ -136,7 +143,10 @@ class Scorer:
             if weight > _PRESENT_NAME_WEIGHT:
                 shown.append((mention.kind, mention.text))
             facts[key] = max(facts.get(key, 0.0), weight)
-        for token in tokens(text):
+            if mention.kind not in ("name", "date", "quantity"):
+                whole.append((mention.start, mention.end))
+        bare = _without_spans(text, whole)
+        for token in tokens(bare):
             if (
                 token in STOP_WORDS
                 or token in FILLER_WORDS
@@ -184,6 +194,49 @@ class Scorer:
         if match and self.present(match.group(1).casefold()):
             text = text[: match.start()].rstrip(" ,")
         return text if any(c.isalnum() for c in text) else ""
+
+
+def discount_repeats(clauses: list[Clause]) -> None:
+    """A clause said (near-verbatim: numbers aside) in more than two of the chunk's
+    messages has its weight shared among them: a template, a signature, an environment banner
+    or an acknowledgement pasted into every message says nothing about any one of them,
+    and its many names and numbers must not crowd out the fact said once."""
+    said_in: dict[str, set[int]] = {}
+    for clause in clauses:
+        said_in.setdefault(_shape(clause.text), set()).add(clause.source)
+    for clause in clauses:
+        count = len(said_in[_shape(clause.text)])
+        if count > _REPEATS_KEPT:
+            factor = 1 / count  # its weight shared among the messages repeating it
+            clause.facts = {k: w * factor for k, w in clause.facts.items()}
+            clause.bonus *= factor
+
+
+def _without_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the spans blanked: a date, version or path is one fact, not its
+    numbers and words again ("3.12.4" is no 3, 12 and 4)."""
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + " " + text[end:]
+    return text
+
+
+def _shape(text: str) -> str:
+    return " ".join(_DIGITS.sub("#", text.casefold()).split())
+
+
+def favour_topics(clauses: list[Clause]) -> None:
+    """In a leaf, a fact said in several of the chunk's messages weighs more (x1.35 in
+    two, x2 in eight: ``1 + ln(messages) / 2``): what the speakers come back to, a
+    pet's name, a file being fixed, an error met again, is what the conversation is
+    about and what a later question asks; a word said once in passing is less often
+    the point. (Applied after ``discount_repeats``: a pasted banner stays discounted.)"""
+    said_in: dict[str, set[int]] = {}
+    for clause in clauses:
+        for key in clause.facts:
+            said_in.setdefault(key, set()).add(clause.source)
+    for clause in clauses:
+        for key, weight in clause.facts.items():
+            clause.facts[key] = weight * (1.0 + _TOPIC_BONUS * math.log(len(said_in[key])))
 
 
 def favour_rare(clauses: list[Clause]) -> None:

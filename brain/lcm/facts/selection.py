@@ -33,11 +33,18 @@ def gain(clause: Clause, covered: set[str]) -> float:
 
 
 def pick(
-    clauses: list[Clause], layout: Layout, room: int, previous: str, min_gain: float
+    clauses: list[Clause],
+    layout: Layout,
+    room: int,
+    previous: str,
+    min_gain: float,
+    *,
+    sparse: bool = True,
 ) -> list[Clause]:
     """Greedy by new fact weight per unit, lazily re-evaluated (facts count once);
     the clauses picked (``layout.place`` marks them), in order. ``previous``: the
-    lowercased text of the previous summary."""
+    lowercased text of the previous summary. ``sparse``: leave out plain clauses
+    saying little for their tokens even when room remains."""
     covered: set[str] = set()
     seen: set[str] = set()
     heap: list[tuple[float, int]] = []
@@ -69,7 +76,7 @@ def pick(
             continue
         if spent + size > room:
             continue
-        if order and value < _MIN_DENSITY * size and _plain(clause, covered):
+        if sparse and order and value < _MIN_DENSITY * size and _plain(clause, covered):
             continue  # says too little for its tokens (but a summary says something)
         spent += size
         covered.update(clause.facts)

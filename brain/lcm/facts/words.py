@@ -79,10 +79,26 @@ def stem(word: str) -> str:
     return word
 
 
+def _without_clitic(token: str) -> str:
+    """``token`` without its clitic: "daughter's" -> "daughter", "they've" -> "they",
+    "isn't" -> "not". A possessive or contraction is its word, not a new one (and never
+    a number: "we've" is no quantity)."""
+    head, _, tail = token.partition("'")
+    if not tail:
+        return token
+    if tail == "t":
+        return "not"  # "isn't", "won't"
+    return head if tail in _CLITICS else token
+
+
+_CLITICS: Final = frozenset(("s", "ve", "re", "d", "ll", "m"))
+
+
 def tokens(text: str) -> list[str]:
-    """The lowercased word tokens of ``text`` (apostrophes kept inside a word), and its
-    runs of CJK characters, which have no spaces to split at (a run counts as a word)."""
-    found = _TOKEN.findall(text.lower().replace("\u2019", "'"))
+    """The lowercased word tokens of ``text`` (a possessive or contraction as its word:
+    ``_without_clitic``), and its runs of CJK characters, which have no spaces to split
+    at (a run counts as a word)."""
+    found = [_without_clitic(t) for t in _TOKEN.findall(text.lower().replace("\u2019", "'"))]
     if not text.isascii():
         found += [r for r in (run.strip(_CJK_PUNCT) for run in cjk_run().findall(text)) if r]
     return found

@@ -171,6 +171,32 @@ def test_a_repeated_fact_is_said_once() -> None:
     assert body.count("db-2") == 1
 
 
+def test_a_one_off_fact_survives_a_boilerplate_sentence_every_message_repeats() -> None:
+    # A host pasting the same banner into every prompt (an environment line, a
+    # template, a signature): said in every message, it says nothing about any one,
+    # however many paths and versions it names.
+    banner = (
+        "Context: cwd /srv/payments-api, branch release/2.14, Python 3.12.4, "
+        "Postgres 16.2 on db-staging-04."
+    )
+    asks = [
+        "The deploy key lives in vault/ci, remember where it is.",
+        "Write down the release schedule for later.",
+        "Where does the deploy key live? Search your memory.",
+        "Summarise what we agreed about incidents.",
+        "Thanks, that is all for today.",
+    ]
+    items: list[SourceItem] = []
+    for i, ask in enumerate(asks):
+        items.append(_item(2 * i, "Ann", f"{ask} {banner}"))
+        items.append(_item(2 * i + 1, "Bot", f"Noted, turn {i + 1}.", role="assistant"))
+    summary = facts.summarize(SummaryRequest("leaf", 0, tuple(items), 60))
+
+    body, _ = _body_and_footer(summary)
+    assert "deploy key lives in vault/ci" in body
+    assert "payments-api" not in body
+
+
 def test_the_same_request_gives_the_same_summary_in_another_process() -> None:
     items = _chat([("Caroline" if i % 3 else "Melanie", t) for i, t in enumerate(_story())])
     request = SummaryRequest("leaf", 0, items, 120)
@@ -299,3 +325,66 @@ def _story() -> list[str]:
         "I'm reading 'Charlotte's Web' to the kids at bedtime.",
         "Haha yeah!",
     ]
+
+
+_PLACES = ["Lisbon", "Oslo", "Kyoto", "Quito", "Nairobi", "Hanoi", "Perth", "Tulsa", "Zagreb"]
+_THINGS = ["ukulele", "kayak", "telescope", "sourdough", "bonsai", "drone", "loom", "easel"]
+
+
+def _facts_chat(count: int) -> tuple[SourceItem, ...]:
+    """A chat where every message says a different dense fact (nothing to drop as filler)."""
+    texts = [
+        f"In {_PLACES[i % len(_PLACES)]} I bought a {_THINGS[i % len(_THINGS)]} for "
+        f"{10 + i} euros from shop number {100 + 7 * i}."
+        for i in range(count)
+    ]
+    return tuple(
+        SourceItem(
+            f"D1:{i}",
+            "user",
+            text,
+            f"2023-05-08T{13 + i // 60}:{i % 60:02d}:00Z",
+            name="Caroline" if i % 2 else "Melanie",
+        )
+        for i, text in enumerate(texts)
+    )
+
+
+def test_a_leaf_that_must_shrink_its_source_fills_its_budget() -> None:
+    # The footer's reserve it did not use goes to clauses: a leaf of a large chunk
+    # ends within a few tokens of its budget.
+    request = SummaryRequest("leaf", 0, _facts_chat(120), 300)
+    summary = facts.summarize(request)
+
+    assert offline_budget(request) - 6 <= estimate_tokens(summary) <= offline_budget(request)
+    assert summary.rsplit("\n", 1)[1].startswith(EXPAND_PREFIX)
+
+
+def test_a_leaf_with_room_for_more_than_a_quarter_of_its_source_keeps_to_a_quarter() -> None:
+    request = SummaryRequest("leaf", 0, _facts_chat(40), 1200)
+    source = input_tokens(request)
+    assert offline_budget(request) > source // 2  # room for half of it
+
+    summary = facts.summarize(request)
+
+    assert estimate_tokens(summary) <= source // 4
+    aggressive = facts.summarize(replace(request, aggressive=True))
+    assert estimate_tokens(aggressive) <= source // 8
+
+
+def test_what_the_speakers_come_back_to_is_kept_over_a_detail_said_once() -> None:
+    items = _chat(
+        [
+            ("Caroline", "We adopted a beagle named Biscuit from the shelter."),
+            ("Melanie", "My cousin visited the Zenith gallery near the harbour."),
+            ("Caroline", "Biscuit is adorable, right?"),
+            ("Melanie", "Biscuit sounds sweet!"),
+            ("Caroline", "Biscuit already knows how to sit."),
+            *[("Caroline" if i % 2 else "Melanie", f) for i, f in enumerate(FILLER)],
+        ]
+    )
+    summary = facts.summarize(SummaryRequest("leaf", 0, items, 40))
+
+    body, _ = _body_and_footer(summary)
+    assert "beagle named Biscuit" in body
+    assert "Zenith" not in body

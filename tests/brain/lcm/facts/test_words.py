@@ -32,3 +32,11 @@ def test_uncommon_words_are_rarer_than_common_ones() -> None:
 
 def test_a_run_of_cjk_characters_is_a_term() -> None:
     assert terms("データベースの移行が失敗しました。") == ["データベースの移行が失敗しました"]
+
+
+def test_a_possessive_or_contraction_is_its_word() -> None:
+    assert terms("We've got my daughter's bike; they're fixing it, isn't it?") == [
+        "daughter",
+        "bike",
+        "fix",
+    ]
