@@ -246,9 +246,10 @@ class LcmService:
         order, in one session, a session key's sessions, or (neither given) everywhere.
 
         The window ends at ``before`` (default now) and starts at ``since`` or one
-        ``period`` (``day`` or ``week``) earlier, the later of the two when both are
-        given (neither: a week). Rollups due a refresh are refreshed first
-        (``brain.lcm.rollups``).
+        ``period`` (``day`` or ``week``) earlier (neither: a week). Both given is
+        :class:`InvalidInput` naming ``since``: each says where the window starts, and
+        two starts are a caller's mistake to be told of, not one to guess at. Rollups
+        due a refresh are refreshed first (``brain.lcm.rollups``).
         """
         from brain.lcm.content import normalize_time
         from brain.lcm.rollups.periods import PERIODS, SPAN
@@ -256,17 +257,14 @@ class LcmService:
 
         if period is not None and period not in PERIODS:
             raise InvalidInput("period", f"must be one of {', '.join(PERIODS)}")
+        if since is not None and period is not None:
+            raise InvalidInput("since", "give since or period, not both")
         end = normalize_time(before, "before")
         back = normalize_time(
             (clock.parse(end) - (SPAN["day"] if period == "day" else SPAN["week"])).isoformat(),
             "period",
         )
-        if since is None:
-            start = back
-        else:
-            start = normalize_time(since, "since")
-            if period is not None:
-                start = max(start, back)
+        start = back if since is None else normalize_time(since, "since")
         if start >= end:
             raise InvalidInput("since", "must be earlier than before")
         self.refresh_rollups()

@@ -24,8 +24,8 @@ class RecentParams:
     "max_tokens"?}``.
 
     The window ends at ``before`` (default now) and starts at ``since`` or one
-    ``period`` (``day`` or ``week``) earlier, the later of the two when both are
-    given (with neither: a week). ``max_tokens`` (default 8000) caps what comes
+    ``period`` (``day`` or ``week``) earlier (with neither: a week; both: refused,
+    naming ``since``). ``max_tokens`` (default 8000) caps what comes
     back, rollups first.
     """
 

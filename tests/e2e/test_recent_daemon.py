@@ -84,6 +84,10 @@ def test_recent_lists_a_weeks_rollups_and_summaries_in_time_order(tmp_path: Path
             "params.since",
         ),
         ({"period": "day"}, "params.session"),
+        (  # two starts: a caller's mistake, not one to guess at
+            {"session": "s1", "since": "2026-11-16T00:00:00Z", "period": "day"},
+            "params.since: give since or period, not both",
+        ),
         ({"session": "s1", "max_tokens": 0}, "params.max_tokens"),
         ({"session": "s1", "periods": "day"}, "periods"),
     ],

@@ -180,6 +180,7 @@ def test_rollups_are_derived_and_rebuilt_the_same_from_the_summaries(brain: Brai
         ({"before": "soon"}, "before"),
         ({"since": "yesterday"}, "since"),
         ({"since": "2026-11-20T00:00:00Z", "before": "2026-11-19T00:00:00Z"}, "since"),
+        ({"since": "2026-11-18T00:00:00Z", "period": "week"}, "since"),
     ],
 )
 def test_bad_windows_are_refused_naming_the_field(
@@ -190,13 +191,13 @@ def test_bad_windows_are_refused_naming_the_field(
     assert refused.value.field == field
 
 
-def test_a_period_with_since_starts_the_window_at_the_later_of_the_two(brain: Brain) -> None:
+def test_a_window_starts_at_since_or_one_period_before_before(brain: Brain) -> None:
     before = "2026-11-20T12:00:00Z"
-    week = brain.recent(session="s", period="week", since="2026-11-18T00:00:00Z", before=before)
-    daily = brain.recent(session="s", period="day", since="2026-11-01T00:00:00Z", before=before)
+    since = brain.recent(session="s", since="2026-11-18T00:00:00Z", before=before)
+    daily = brain.recent(session="s", period="day", before=before)
     default = brain.recent(session="s", before=before)
 
-    assert week["since"] == "2026-11-18T00:00:00.000Z"
+    assert since["since"] == "2026-11-18T00:00:00.000Z"
     assert daily["since"] == "2026-11-19T12:00:00.000Z"
     assert default["since"] == "2026-11-13T12:00:00.000Z"
 
