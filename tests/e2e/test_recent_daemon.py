@@ -138,3 +138,15 @@ def test_the_daemon_refreshes_rollups_in_the_background_so_grep_finds_them(
                 break
             time.sleep(0.2)
         assert "rollup" in kinds
+
+
+def test_hybrid_grep_finds_a_rollup_through_its_full_text_side(tmp_path: Path) -> None:
+    # Rollups are not embedded (their lines are their leaves', which are): exact
+    # words still find them in hybrid grep, not only in full_text.
+    with _spawn(tmp_path / "r.db") as client:
+        _seed(client)
+        client.call("recent", {"session": "s1"})  # refreshes the rollups first
+        hits = client.call(
+            "grep", {"query": "Priya", "all": True, "scope": "summaries", "mode": "hybrid"}
+        )
+        assert "rollup" in {h["kind"] for h in hits["hits"]}
