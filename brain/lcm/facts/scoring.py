@@ -201,11 +201,12 @@ def discount_repeats(clauses: list[Clause]) -> None:
     messages has its weight shared among them: a template, a signature, an environment banner
     or an acknowledgement pasted into every message says nothing about any one of them,
     and its many names and numbers must not crowd out the fact said once."""
+    shapes = [_shape(clause.text) for clause in clauses]
     said_in: dict[str, set[int]] = {}
-    for clause in clauses:
-        said_in.setdefault(_shape(clause.text), set()).add(clause.source)
-    for clause in clauses:
-        count = len(said_in[_shape(clause.text)])
+    for clause, shape in zip(clauses, shapes, strict=True):
+        said_in.setdefault(shape, set()).add(clause.source)
+    for clause, shape in zip(clauses, shapes, strict=True):
+        count = len(said_in[shape])
         if count > _REPEATS_KEPT:
             factor = 1 / count  # its weight shared among the messages repeating it
             clause.facts = {k: w * factor for k, w in clause.facts.items()}

@@ -98,7 +98,10 @@ def tokens(text: str) -> list[str]:
     """The lowercased word tokens of ``text`` (a possessive or contraction as its word:
     ``_without_clitic``), and its runs of CJK characters, which have no spaces to split
     at (a run counts as a word)."""
-    found = [_without_clitic(t) for t in _TOKEN.findall(text.lower().replace("\u2019", "'"))]
+    found = [
+        _without_clitic(t) if "'" in t else t
+        for t in _TOKEN.findall(text.lower().replace("\u2019", "'"))
+    ]
     if not text.isascii():
         found += [r for r in (run.strip(_CJK_PUNCT) for run in cjk_run().findall(text)) if r]
     return found
