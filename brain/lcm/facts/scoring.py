@@ -93,6 +93,7 @@ class Clause:
     shown: list[tuple[str, str]]  # (kind, how it reads) of entities, for header and footer
     source: int  # the message (leaf) or child (condensed) it came from
     picked: bool = False
+    share: float = 1.0  # of its gain counted when ranking (``discount_repeats``)
 
 
 class Scorer:
@@ -198,9 +199,11 @@ class Scorer:
 
 def discount_repeats(clauses: list[Clause]) -> None:
     """A clause said (near-verbatim: numbers aside) in more than two of the chunk's
-    messages has its weight shared among them: a template, a signature, an environment banner
-    or an acknowledgement pasted into every message says nothing about any one of them,
-    and its many names and numbers must not crowd out the fact said once."""
+    messages has its weight shared among them when clauses are ranked (``share``): a
+    template, a signature, an environment banner or an acknowledgement pasted into every
+    message says nothing about any one of them, and its many names and numbers must not
+    crowd out the fact said once. It still goes in when room remains (and when every
+    clause is repeated alike, they rank as before)."""
     shapes = [_shape(clause.text) for clause in clauses]
     said_in: dict[str, set[int]] = {}
     for clause, shape in zip(clauses, shapes, strict=True):
@@ -208,9 +211,7 @@ def discount_repeats(clauses: list[Clause]) -> None:
     for clause, shape in zip(clauses, shapes, strict=True):
         count = len(said_in[shape])
         if count > _REPEATS_KEPT:
-            factor = 1 / count  # its weight shared among the messages repeating it
-            clause.facts = {k: w * factor for k, w in clause.facts.items()}
-            clause.bonus *= factor
+            clause.share = 1 / count  # its weight shared among the messages repeating it
 
 
 def _without_spans(text: str, spans: list[tuple[int, int]]) -> str:

@@ -56,7 +56,7 @@ def pick(
         value = gain(clause, covered)
         if value >= min_gain:
             cost = clause.size + units(layout.joint(None, clause)) + 1 + _COST_PAD
-            heap.append((-value / cost, clause.pos))
+            heap.append((-clause.share * value / cost, clause.pos))
     heapq.heapify(heap)
     order: list[int] = []  # picked positions, sorted
     spent = 0
@@ -70,7 +70,7 @@ def pick(
         before = clauses[order[at - 1]] if at else None
         after = clauses[order[at]] if at < len(order) else None
         size = layout.size(clause, before, after)
-        density = value / (size + _COST_PAD)
+        density = clause.share * value / (size + _COST_PAD)
         if heap and density < -heap[0][0] - 1e-12:
             heapq.heappush(heap, (-density, pos))  # stale: facts covered since
             continue
