@@ -29,6 +29,7 @@ search layer filters them out, as it does for full text.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -44,7 +45,18 @@ from brain.store.identity import stored_identity
 from brain.vectors.ann import IVF, default_nprobe, top_k
 from brain.vectors.embedders import Embedder
 from brain.vectors.epochs import KINDS, Kind, bump_epochs, epochs, note_vectors_changed
-from brain.vectors.matrix import Rows, Tail, cache_path, folded, gone, last_row, load, read_since
+from brain.vectors.matrix import (
+    Rows,
+    Tail,
+    cache_path,
+    folded,
+    gone,
+    last_row,
+    load,
+    load_ivf,
+    read_since,
+    save_ivf,
+)
 from brain.vectors.quantise import decode, encode
 from brain.vectors.queue import Pending, pending_batch, text_hash
 from brain.vectors.writes import enqueue_everything
@@ -106,6 +118,7 @@ class VectorIndex:
         self._last: tuple[str, int, str] | None = None  # the row at _max_id (for the file)
         self._file = file
         self._path: Path | None = None  # the matrix file (None: rows held in memory)
+        self._base_key: tuple[int, ...] | None = None  # (max_id, *gone) of the base's file
         # The IVF index covers base rows [0, _ivf.rows); the rest are scanned exactly.
         self._exact_below = exact_below
         self._approximate_below = exact_below if approximate_below is None else approximate_below
@@ -429,6 +442,7 @@ class VectorIndex:
                 self._gone or (),
                 self._last,
                 self._path,
+                self._base_key,
             )
         if self._background:
             threading.Thread(
@@ -443,8 +457,9 @@ class VectorIndex:
         Runs without the lock: searches go on over the old base, tail and index.
         """
         try:
-            base, path = job.base, job.path
+            base, path, key = job.base, job.path, job.base_key
             if job.tail is not None:
+                key = (job.max_id, *job.gone)
                 base, path = folded(
                     job.path,
                     self.kinds,
@@ -461,11 +476,15 @@ class VectorIndex:
                     ivf, trained = IVF.build(n, base.vectors), n
                 elif ivf.rows < n:
                     ivf = ivf.extended(n, base.vectors)
+                if path is not None and key is not None and ivf is not self._ivf:
+                    with contextlib.suppress(OSError):
+                        save_ivf(path, ivf, trained, key)
             with self._lock:
                 if self._generation != job.generation:
                     return  # reloaded meanwhile: these rows may be stale
                 if job.tail is not None:
                     self._base, self._path = base, path
+                    self._base_key = key if path is not None else None
                     self._tail.drop_first(len(job.tail))
                 self._ivf, self._trained_rows = ivf, trained
         finally:
@@ -495,18 +514,24 @@ class VectorIndex:
             last = last_row(store, top) if top != loaded.max_id else loaded.last
             tail = Tail(self.dim)
             tail.append(rows)
+            key = None if loaded.path is None else (loaded.max_id, *loaded.gone)
+            # The IVF saved beside the file, if built for it; else built on a later search.
+            saved = None
+            if key is not None and len(loaded.rows) >= max(1, self._exact_below):
+                saved = load_ivf(loaded.path, key, len(loaded.rows))  # type: ignore[arg-type]
             with self._lock:
                 self._base, self._path, self._tail = loaded.rows, loaded.path, tail
+                self._base_key = key
                 self._gone, self._max_id, self._last = loaded.gone, top, last
                 self._epoch = epoch
-                self._ivf = None  # rows may have gone or changed: rebuilt on a later search
+                self._ivf, self._trained_rows = saved or (None, 0)
                 self._generation += 1
 
 
 class _Job:
     """What a fold or IVF build works on: a snapshot taken under the index's lock."""
 
-    __slots__ = ("base", "generation", "gone", "last", "max_id", "path", "tail")
+    __slots__ = ("base", "base_key", "generation", "gone", "last", "max_id", "path", "tail")
 
     def __init__(
         self,
@@ -517,9 +542,11 @@ class _Job:
         gone: tuple[int, ...],
         last: tuple[str, int, str] | None,
         path: Path | None,
+        base_key: tuple[int, ...] | None,
     ) -> None:
         self.generation, self.base, self.tail = generation, base, tail
         self.max_id, self.gone, self.last, self.path = max_id, gone, last, path
+        self.base_key = base_key
 
 
 def _matching(

@@ -18,6 +18,10 @@ replaced by a copy with a different history is not mistaken for the one it was m
 from. Files are written to a temporary name and renamed over the old one: a process
 that mapped the old file keeps reading it.
 
+The IVF built over a file's rows is saved beside it (``<file>.ivf``: centroids, list
+offsets, row positions, and the ``max_id`` and counters of the file it was built for),
+so a process that maps the file searches through the index from its first query.
+
 Layout: a 4 KiB JSON header, then columns of ``capacity`` rows each (int8 codes,
 float32 scales, int8 kinds, int64 row ids, int64 conversation ids), each aligned to
 64 bytes. Building one streams rows from SQLite in chunks: the whole matrix is never
@@ -41,6 +45,7 @@ import numpy.typing as npt
 import orjson
 
 from brain.store.connection import Store
+from brain.vectors.ann import IVF
 from brain.vectors.epochs import KINDS, Kind
 from brain.vectors.quantise import decode_rows, scores
 
@@ -53,7 +58,9 @@ __all__ = [
     "gone",
     "last_row",
     "load",
+    "load_ivf",
     "read_since",
+    "save_ivf",
     "write_file",
 ]
 
@@ -361,6 +368,45 @@ def last_row(store: Store, max_id: int) -> tuple[str, int, str] | None:
     """What the row at ``max_id`` is, as a file records it (None: no such row)."""
     row = store.one("SELECT kind, row_id, hex(text_hash) FROM vectors WHERE id = ?", (max_id,))
     return None if row is None else (str(row[0]), int(row[1]), str(row[2]))
+
+
+def save_ivf(path: Path, ivf: IVF, trained: int, key: tuple[int, ...]) -> None:
+    """Write ``ivf`` beside the matrix file at ``path`` (``<file>.ivf``), for the file
+    whose ``(max_id, *gone)`` is ``key``: a process that maps that file starts with it."""
+    target = path.with_name(path.name + ".ivf")
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            np.savez(
+                out,
+                key=np.asarray([*key, trained], dtype=np.int64),
+                centroids=ivf.centroids,
+                offsets=ivf.offsets,
+                order=ivf.order,
+            )
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def load_ivf(path: Path, key: tuple[int, ...], rows: int) -> tuple[IVF, int] | None:
+    """The IVF saved beside the matrix file at ``path`` if it was built for the file whose
+    ``(max_id, *gone)`` is ``key`` and covers at most its ``rows``; with its trained rows."""
+    try:
+        with np.load(path.with_name(path.name + ".ivf"), allow_pickle=False) as saved:
+            stored = saved["key"].tolist()
+            ivf = IVF(
+                saved["centroids"].astype(np.float32, copy=False),
+                saved["offsets"].astype(np.int64, copy=False),
+                saved["order"].astype(np.int64, copy=False),
+            )
+    except (OSError, ValueError, KeyError):
+        return None
+    if stored[:-1] != list(key) or ivf.rows > rows or len(ivf.order) != ivf.rows:
+        return None
+    return ivf, int(stored[-1])
 
 
 def folded(

@@ -18,6 +18,7 @@ from brain import MessageIn, Store
 from brain.lcm.ingest import ingest
 from brain.store.connection import open_store
 from brain.vectors import matrix, quantise
+from brain.vectors.ann import IVF
 from brain.vectors.embedders import HashEmbedder
 from brain.vectors.index import VectorIndex
 from brain.vectors.writes import drop_vectors
@@ -125,3 +126,19 @@ def test_loading_and_indexing_allocate_well_under_one_float32_matrix(
     finally:
         tracemalloc.stop()
     assert peak < 0.5 * n * dim * 4
+
+
+def test_a_restarted_index_searches_through_the_ivf_saved_beside_its_file(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fill(store, 90)
+    first = _index(store, exact_below=10, nprobe=1)
+    want = first.search(store, _query("invoice budget"), 10)  # loads, then builds the IVF
+    want = first.search(store, _query("invoice budget"), 10)  # through the IVF
+
+    def never(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the IVF was built again")
+
+    monkeypatch.setattr(IVF, "build", never)
+    again = _index(store, exact_below=10, nprobe=1)
+    assert again.search(store, _query("invoice budget"), 10) == want
