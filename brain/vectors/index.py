@@ -517,7 +517,7 @@ class VectorIndex:
             key = None if loaded.path is None else (loaded.max_id, *loaded.gone)
             # The IVF saved beside the file, if built for it; else built on a later search.
             saved = None
-            if key is not None and len(loaded.rows) >= max(1, self._exact_below):
+            if key is not None and len(loaded.rows) >= max(1, self._ivf_from):
                 saved = load_ivf(loaded.path, key, len(loaded.rows))  # type: ignore[arg-type]
             with self._lock:
                 self._base, self._path, self._tail = loaded.rows, loaded.path, tail
