@@ -16,6 +16,7 @@ import os
 import random
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,9 +131,39 @@ def _load(client: Client, trial: int, rng: random.Random, acked: Acked, stop: th
             acked.errors.append(f"{op}: {exc.code} {exc.message}")
 
 
+def processes_on(db: Path) -> list[int]:
+    """Pids of live processes whose command line names ``db`` (a killed daemon's
+    maintenance child names its database for ``ps``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue  # gone meanwhile
+        if state != "Z" and str(db).encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until_closed(db: Path, within_s: float = 10.0) -> None:
+    """Wait for the processes a killed daemon left on ``db`` to end; fail if one stays.
+
+    A maintenance child exits once its parent's pipe closes, but on a busy machine
+    that takes a moment, and until then it may hold the file's locks.
+    """
+    deadline = time.monotonic() + within_s
+    while (left := processes_on(db)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert left == [], f"processes still on {db} {within_s} s after their daemon died: {left}"
+
+
 def check_consistent(db: Path) -> dict[str, int]:
     """Integrity, FTS, vectors, payload files and info's counters of a database no process
-    has open."""
+    has open (once the killed daemon's children are gone)."""
+    wait_until_closed(db)
     assert sql_rows(db, "PRAGMA integrity_check") == [("ok",)]
     sql_rows(db, "INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
     sql_rows(db, "INSERT INTO summaries_fts(summaries_fts) VALUES ('integrity-check')")
