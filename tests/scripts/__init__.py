@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from types import ModuleType
@@ -18,3 +19,12 @@ def load_script(name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def bench_module(name: str) -> ModuleType:
+    """``scripts/benches/<name>.py``: the package beside ``scripts/bench.py`` (its entry point)
+    imports it from scripts/, so scripts/ goes on ``sys.path`` as it does for that script."""
+    scripts = str(ROOT / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    return importlib.import_module(f"benches.{name}")

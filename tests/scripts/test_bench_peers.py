@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.scripts import load_script
+from tests.scripts import bench_module, load_script
 
 bench = load_script("bench")
+peers = bench_module("peers")
+core = bench_module("core")
 
 FIGURES = (
     "startup_ms",
@@ -42,7 +44,7 @@ def _run_main(argv: list[str]) -> tuple[int, dict[str, Any]]:
 
 
 def test_the_shared_graph_has_nodes_of_about_seventy_words_and_2_2_edges_each() -> None:
-    graph = bench.peer_graph(1_000, 30, seed=7)
+    graph = peers.peer_graph(1_000, 30, seed=7)
 
     assert len(graph.texts) == 1_000
     words = [len(t.split()) for t in graph.texts]
@@ -57,8 +59,8 @@ def test_the_shared_graph_has_nodes_of_about_seventy_words_and_2_2_edges_each() 
 
 
 def test_the_shared_graph_holds_every_weight_tier_in_its_range() -> None:
-    graph = bench.peer_graph(1_000, 0, seed=7)
-    ranges = {name: (lo, hi) for name, _, lo, hi in bench.PEER_TIERS}
+    graph = peers.peer_graph(1_000, 0, seed=7)
+    ranges = {name: (lo, hi) for name, _, lo, hi in peers.PEER_TIERS}
 
     tiers = collections.Counter(tier for _, _, _, tier in graph.edges)
 
@@ -70,12 +72,12 @@ def test_the_shared_graph_holds_every_weight_tier_in_its_range() -> None:
 
 
 def test_the_shared_graph_is_the_same_for_the_same_seed() -> None:
-    assert bench.peer_graph(300, 5, seed=3) == bench.peer_graph(300, 5, seed=3)
-    assert bench.peer_graph(300, 5, seed=3) != bench.peer_graph(300, 5, seed=4)
+    assert peers.peer_graph(300, 5, seed=3) == peers.peer_graph(300, 5, seed=3)
+    assert peers.peer_graph(300, 5, seed=3) != peers.peer_graph(300, 5, seed=4)
 
 
 def test_a_figure_reports_ours_peer_and_the_peers_time_over_ours() -> None:
-    assert bench.peer_figure(2.0, 500.0) == {"ours": 2.0, "peer": 500.0, "speedup": 250.0}
+    assert peers.peer_figure(2.0, 500.0) == {"ours": 2.0, "peer": 500.0, "speedup": 250.0}
 
 
 def test_a_peer_that_cannot_be_installed_skips_the_bench_with_the_reason_in_the_json(
@@ -105,8 +107,8 @@ def test_both_daemons_answer_the_same_small_graph_and_every_figure_is_side_by_si
     (``CI`` set), which reaches PyPI, that is a failure, never a silent skip.
     """
     try:
-        bench.peer_python(bench.peer_cache_dir())
-    except bench.BenchSkipped as exc:
+        peers.peer_python(peers.peer_cache_dir())
+    except core.BenchSkipped as exc:
         if os.environ.get("CI"):
             pytest.fail(f"CI must be able to install the peer: {exc}")
         pytest.skip(f"needs openclawbrain from PyPI: {exc}")

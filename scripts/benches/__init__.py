@@ -1,0 +1,1 @@
+"""The benchmarks behind ``scripts/bench.py``, one module per area (see that file's docstring)."""
