@@ -16,17 +16,15 @@ import apsw
 
 from benches.core import CALL_TIMEOUT_S, Metrics, Settings, Shared
 from benches.procs import (
-    child_env,
     client_daemon,
     frame,
     raw_daemon,
     read_answer,
+    spawn_daemon,
     stop_process,
-    track,
     untrack,
 )
 from benches.stats import latency_metrics, process_rss_mb, remove_db
-from protocol.client import daemon_command
 
 # -- lifecycle: bounded shutdown, bounded memory -----------------------------------------
 
@@ -54,16 +52,7 @@ def _lock_held(db: Path) -> Iterator[None]:
 def _stuck_daemon(db: Path, log: Path) -> subprocess.Popen[bytes]:
     """A daemon whose next write will wait ten minutes for a lock; one write committed first."""
     args = ["--busy-timeout-ms", "600000", "--shutdown-timeout-s", str(STOP_TIMEOUT_S)]
-    with log.open("ab") as err:
-        proc = subprocess.Popen(
-            daemon_command(db, args),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            env=child_env(),
-            bufsize=0,
-        )
-    track(proc)
+    proc = spawn_daemon(db, log, args, bufsize=0)
     assert proc.stdin is not None
     assert proc.stdout is not None
     message = {"role": "user", "content": "committed before the stop"}

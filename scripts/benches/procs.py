@@ -77,6 +77,30 @@ def log_tail(log: Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def _show_log_tail(log: Path, exc: BaseException) -> None:
+    """A failed benchmark's daemon log tail on stderr (not for Ctrl-C: nothing failed)."""
+    tail = log_tail(log)
+    if tail and not isinstance(exc, KeyboardInterrupt):
+        print(f"  daemon log tail ({log}):\n{tail}", file=sys.stderr)
+
+
+def spawn_daemon(
+    db: Path, log: Path, args: Sequence[str], bufsize: int = -1
+) -> subprocess.Popen[bytes]:
+    """A tracked daemon on pipes, its stderr appended to ``log``; the caller stops it."""
+    with log.open("ab") as err:
+        proc = subprocess.Popen(
+            daemon_command(db, args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=child_env(),
+            bufsize=bufsize,
+        )
+    track(proc)
+    return proc
+
+
 @contextlib.contextmanager
 def client_daemon(db: Path, log: Path, args: Sequence[str] = ()) -> Iterator[Client]:
     """A ``protocol.client.Client`` over a fresh daemon, answering pings before it is yielded."""
@@ -87,9 +111,7 @@ def client_daemon(db: Path, log: Path, args: Sequence[str] = ()) -> Iterator[Cli
         client.call("ping", timeout=CALL_TIMEOUT_S)
         yield client
     except BaseException as exc:
-        tail = log_tail(log)
-        if tail and not isinstance(exc, KeyboardInterrupt):
-            print(f"  daemon log tail ({log}):\n{tail}", file=sys.stderr)
+        _show_log_tail(log, exc)
         raise
     finally:
         try:
@@ -110,21 +132,11 @@ def raw_daemon(db: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
 @contextlib.contextmanager
 def raw_daemon_args(db: Path, log: Path, args: Sequence[str]) -> Iterator[subprocess.Popen[bytes]]:
     """``raw_daemon`` with extra command-line arguments."""
-    with log.open("ab") as err:
-        proc = subprocess.Popen(
-            daemon_command(db, args),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            env=child_env(),
-        )
-    track(proc)
+    proc = spawn_daemon(db, log, args)
     try:
         yield proc
     except BaseException as exc:
-        tail = log_tail(log)
-        if tail and not isinstance(exc, KeyboardInterrupt):
-            print(f"  daemon log tail ({log}):\n{tail}", file=sys.stderr)
+        _show_log_tail(log, exc)
         raise
     finally:
         stop_process(proc)
