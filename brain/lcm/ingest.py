@@ -223,8 +223,8 @@ def _insert(
     )
     message_id = int(store.last_rowid())
     store.execute(
-        "INSERT INTO messages_fts (rowid, content, name) VALUES (?, ?, ?)",
-        (message_id, msg.content, msg.name),
+        "INSERT INTO messages_fts (rowid, content, name, conv) VALUES (?, ?, ?, ?)",
+        (message_id, msg.content, msg.name, f"c{conversation_id}"),
     )
     if has_cjk(msg.content):
         store.execute(

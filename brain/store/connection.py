@@ -24,6 +24,7 @@ import apsw
 
 from brain.config import BrainConfig
 from brain.errors import DatabaseFileLost, DatabaseMissing, StorageError, StoreBusy
+from brain.store import bm25
 from brain.store.schema import migrate
 
 Tracer = Callable[[str, Any], None]
@@ -84,6 +85,12 @@ def _sqlite_vec(conn: apsw.Connection, config: BrainConfig) -> None:
     conn.enable_load_extension(False)
 
 
+def _fts_functions(conn: apsw.Connection, config: BrainConfig) -> None:
+    # Full-text ranking with document frequencies the search already has (see
+    # brain.store.bm25): FTS5's bm25() would count them again over the whole table.
+    bm25.register(conn)
+
+
 def _journal_size_limit(conn: apsw.Connection, config: BrainConfig) -> None:
     # A checkpoint leaves the WAL file at its high-water mark; cap what stays on disk.
     conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
@@ -111,6 +118,7 @@ SETUP_STEPS: Final[tuple[tuple[str, SetupStep], ...]] = (
     ("no_double_quoted_strings", _no_double_quoted_strings),
     ("journal_size_limit", _journal_size_limit),
     ("sqlite_vec", _sqlite_vec),
+    ("fts_functions", _fts_functions),
 )
 """Applied in order to every connection ``open_store`` makes."""
 

@@ -19,6 +19,7 @@ from brain.errors import StorageError
 from brain.store.migrations import (
     counts,
     entities,
+    fts_scope,
     retention,
     rollups,
     v01_to_v06,
@@ -39,6 +40,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     *counts.SCRIPTS,
     *vectors_int8.SCRIPTS,
     *retention.SCRIPTS,
+    *fts_scope.SCRIPTS,
 )
 """``MIGRATIONS[n - 1]`` takes the schema from version ``n - 1`` to ``n``."""
 

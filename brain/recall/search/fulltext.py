@@ -8,7 +8,6 @@ CROSS JOIN fixes the loop order). Tested through ``grep``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
@@ -50,18 +49,10 @@ def full_text_search(store: Store, options: GrepOptions) -> list[Hit]:
     if options.scope in ("messages", "both"):
         low, high = _message_span(store, convs)
         if words is not None:
-            span = (low, high, *bounds)
-            pruned = _pruned_messages(store, fts_phrases(options.query), span, options.limit)
-            if pruned is None:
-                pruned = list(
-                    store.execute(
-                        _RANKED_MESSAGES.format(fts="messages_fts"), (words, *span, options.limit)
-                    )
-                )
-            keep([_message_hit(r, -float(r[6]), r[7]) for r in pruned])
+            keep(_ranked_messages(store, options, (low, high, *bounds)))
         if cjk.match is not None:
             rows = store.execute(
-                _RANKED_MESSAGES.format(fts="messages_cjk"),
+                _RANKED_MESSAGES.format(fts="messages_cjk", rank="bm25(messages_cjk)"),
                 (cjk.match, low, high, *bounds, options.limit),
             )
             keep([_message_hit(r, -float(r[6]), r[7]) for r in rows])
@@ -85,13 +76,13 @@ def full_text_search(store: Store, options: GrepOptions) -> list[Hit]:
 
 _RANKED_MESSAGES: Final = (
     "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, "
-    "bm25({fts}), snippet({fts}, 0, '[', ']', '…', 16) "
+    "{rank}, snippet({fts}, 0, '[', ']', '…', 16) "
     "FROM {fts} CROSS JOIN messages m ON m.id = {fts}.rowid "
     "CROSS JOIN conversations c ON c.id = m.conversation_id "
     "WHERE {fts} MATCH ? AND {fts}.rowid BETWEEN ? AND ? "
     "AND (? IS NULL OR m.conversation_id IN (SELECT value FROM json_each(?))) "
     "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
-    "ORDER BY bm25({fts}) LIMIT ?"
+    "ORDER BY {rank} LIMIT ?"
 )
 _RANKED_SUMMARIES: Final = (
     "SELECT s.summary_id, s.latest_at, c.session_id, bm25({fts}), "
@@ -104,66 +95,165 @@ _RANKED_SUMMARIES: Final = (
     "ORDER BY bm25({fts}) LIMIT ?"
 )
 
-# bm25 as FTS5 computes it (fts5_aux.c): each phrase adds
-# idf * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl)), f its hits in the row, with
-# idf = ln((N - n + 0.5) / (n + 0.5)) (1e-6 when not positive) over the whole table, so a
-# phrase's share of a row's score is the same whatever else the query holds, and is
-# below idf * (k1 + 1).
-_K1: Final = 1.2
-_PRUNE_FROM: Final = 20_000
-"""Rows matching any phrase above which ranking every one is worth avoiding (~15 ms)."""
-_PRUNE_RATIO: Final = 8
-"""The rows with a rare phrase must be this many times fewer than all matching rows."""
+_MESSAGE_RANK: Final = "bm25(messages_fts, 1.0, 1.0, 0.0)"
+"""bm25 over a message's text and speaker; its ``conv`` token (the scope) weighs nothing."""
+_TEXT: Final = "{content name}"
+"""The columns the query's words are looked for in (never ``conv``: a word "c12" is text)."""
+_SCOPE_TOKENS: Final = 64
+"""Conversations a scope names at most for ``conv`` tokens in the MATCH; more are
+filtered in the join, as before schema v21."""
+
+# The bounded ranking (``_bounded_messages``).
+_LARGE: Final = 20_000
+"""Sum of the phrases' document counts from which a query is ranked by the bounded rule."""
+_NEWEST: Final = 1_000
+"""The newest matching rows in scope the bounded rule ranks..."""
+_RARE_ROWS: Final = 2_000
+"""...besides every row in scope holding the rarest phrases, while their counts sum to
+at most this."""
+_WINDOW: Final = 20_000
+"""Newest message ids a phrase is counted in first: a phrase whose count there
+extrapolates to more than ``_COUNT_EXACTLY`` rows keeps that estimate..."""
+_COUNT_EXACTLY: Final = 20_000
+"""...the others are counted over the whole table (~40 ns a row)."""
 
 
-def _pruned_messages(
-    store: Store, phrases: list[str], span: tuple[Any, ...], limit: int
-) -> list[tuple[Any, ...]] | None:
-    """The ``limit`` best message rows for the OR of ``phrases``, ranking only the rows
-    that hold a rare phrase; None when that cannot be shown exact (rank them all).
+def _ranked_messages(store: Store, options: GrepOptions, span: tuple[Any, ...]) -> list[Hit]:
+    """The best message hits for the query's words, in scope (exact or bounded)."""
+    phrases = fts_phrases(options.query)
+    conversations = options.conversations
+    scope = (
+        [f"c{c}" for c in conversations]
+        if conversations and len(conversations) <= _SCOPE_TOKENS
+        else []
+    )
+    prefix = f"conv : ({' OR '.join(scope)}) AND " if scope else ""
+    words = f"{_TEXT} : ({' OR '.join(phrases)})"
+    bounded = _bounded_messages(store, phrases, prefix, len(scope), span, options.limit)
+    if bounded is not None:
+        return bounded
+    rows = store.execute(
+        _RANKED_MESSAGES.format(fts="messages_fts", rank=_MESSAGE_RANK),
+        (prefix + words, *span, options.limit),
+    )
+    return [_message_hit(r, -float(r[6]), r[7]) for r in rows]
 
-    A query of a rare word and common ones matches most rows through the common
-    words, and ranking each costs ~1 us (233 ms at 1M messages). But a row with none
-    of the rare phrases scores at most the common phrases' bound (``_K1 + 1`` times
-    their idf). The rows holding a rare phrase are ranked twice: by ``(rare) AND
-    (common)``, which scores a row with both kinds as the full query does, and by
-    ``(rare)``, which scores the rows with only rare phrases as the full query does
-    (and the others lower: those among its best are in the first ranking's best, or
-    below all of them). If the ``limit``-th best of both scores above the bound, no
-    other row can enter the best ``limit``: the answer (rows, scores and snippets) is
-    exactly the full query's. More phrases count as rare until it holds or their rows
-    are more than an eighth of all matching rows (then ranking them twice costs
-    about as much as ranking every row once).
+
+def _bounded_messages(
+    store: Store,
+    phrases: list[str],
+    prefix: str,
+    scope_phrases: int,
+    span: tuple[Any, ...],
+    limit: int,
+) -> list[Hit] | None:
+    """The best hits of a query whose phrases hold many rows, ranking a bounded set
+    of rows; None when the phrases' counts sum to less than ``_LARGE`` (rank every
+    match: cheap enough, and exact).
+
+    FTS5 ranks every row a query matches (~1 us each with the join), and its bm25
+    counts each phrase's rows over the whole table first (~40 ns a row). Three
+    words each in half of 1M messages cost ~1 s. So such a query ranks, with
+    ``brain_bm25`` and the counts taken here, only (1) every row in scope holding
+    the rarest phrases (phrases taken rarest first while their counts sum to at
+    most ``_RARE_ROWS``) and (2) the newest ``_NEWEST`` rows in scope matching any
+    phrase. A row in neither holds only common phrases and is older than the
+    newest matches: it scores at most ``(k1 + 1) x`` the common phrases' idf, low
+    by definition, and among near-equal scores the newer turn is the fairer pick
+    for a memory. When that bound is below the ``limit``-th score found, the
+    answer is exactly ranking every match (rows and scores, given the counts);
+    otherwise it is the best of those rows. Scores are bm25's, with the count of a
+    phrase in more than ``_COUNT_EXACTLY`` rows estimated from the newest
+    ``_WINDOW`` messages (its idf is small and changes slowly with its count).
     """
-    if len(phrases) < 2:
+    counts = _document_counts(store, phrases)
+    if sum(counts) < _LARGE:
         return None
-    counts = {
-        p: int(store.scalar("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", (p,)))
-        for p in phrases
-    }
-    everything = sum(counts.values())
-    if everything < _PRUNE_FROM:
-        return None
-    rows = max(int(store.scalar("SELECT n FROM counts WHERE name = 'messages'") or 0), everything)
-    idf = {p: max(math.log((rows - n + 0.5) / (n + 0.5)), 1e-6) for p, n in counts.items()}
-    order = sorted(phrases, key=lambda p: counts[p])
-    ranked_sql = _RANKED_MESSAGES.format(fts="messages_fts")
-    for split in range(1, len(order)):
-        rare, common = order[:split], order[split:]
-        # Both rankings rank the rows with a rare phrase, each row at ~3x the cost
-        # of a row of the full ranking (measured): worth it while they are few.
-        if sum(counts[p] for p in rare) * _PRUNE_RATIO > everything:
-            return None
-        # A hair above the bound: N comes from the row counter, FTS5 counts its own.
-        bound = (_K1 + 1) * sum(idf[p] for p in common) * 1.001 + 1e-9
-        either = f"({' OR '.join(rare)})"
-        both = f"{either} AND ({' OR '.join(common)})"
-        best = {r[0]: tuple(r) for r in store.execute(ranked_sql, (either, *span, limit))}
-        best.update((r[0], tuple(r)) for r in store.execute(ranked_sql, (both, *span, limit)))
-        ranked = sorted(best.values(), key=lambda r: float(r[6]))[:limit]
-        if len(ranked) == limit and -float(ranked[-1][6]) > bound:
-            return ranked
-    return None
+    skip = [-1] * scope_phrases
+    every = f"{_TEXT} : ({' OR '.join(phrases)})"
+    found: dict[int, float] = {}
+    queries = [(prefix + every, skip + counts, _NEWEST)]
+    rare: list[str] = []
+    held = 0
+    for count, phrase in sorted(zip(counts, phrases, strict=True)):
+        if held + count > _RARE_ROWS:
+            break
+        rare.append(phrase)
+        held += count
+    if rare:
+        either = f"{_TEXT} : ({' OR '.join(rare)})"
+        queries.append(
+            (f"{prefix}{either} AND {every}", skip + [-1] * len(rare) + counts, _RARE_ROWS)
+        )
+    source: dict[int, int] = {}
+    for at, (match, args, most) in enumerate(queries):
+        sql = _SCORED_MESSAGES.format(marks=", ".join("?" for _ in args))
+        for r in store.execute(sql, (*args, match, *span, most)):
+            found[int(r[0])] = float(r[1])
+            source.setdefault(int(r[0]), at)
+    best = sorted(found.items(), key=lambda item: (item[1], -item[0]))[:limit]
+    # Snippets for the chosen rows only, each from a walk of the query that found it,
+    # over the span of ids they lie in: FTS5 looks a single row up by id in ~0.5 ms
+    # (it sets the whole query up again), and walks ~1 us a row.
+    hits: dict[int, Hit] = {}
+    for at, (match, _, _) in enumerate(queries):
+        ids = [row_id for row_id, _ in best if source[row_id] == at]
+        if ids:
+            rows = store.execute(_SHOWN_MESSAGES, (match, min(ids), max(ids), orjson.dumps(ids)))
+            hits.update((int(r[0]), _message_hit(r, -found[int(r[0])], r[6])) for r in rows)
+    return [hits[row_id] for row_id, _ in best if row_id in hits]
+
+
+_SCORED_MESSAGES: Final = (
+    "SELECT m.id, brain_bm25(messages_fts, {marks}) "
+    "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
+    "WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? "
+    "AND (? IS NULL OR m.conversation_id IN (SELECT value FROM json_each(?))) "
+    "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
+    "ORDER BY messages_fts.rowid DESC LIMIT ?"
+)
+"""Rows in scope, newest first, with their bounded-rule score (no snippet: most are dropped)."""
+_SHOWN_MESSAGES: Final = (
+    "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, "
+    "snippet(messages_fts, 0, '[', ']', '…', 16) "
+    "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
+    "CROSS JOIN conversations c ON c.id = m.conversation_id "
+    "WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? "
+    "AND +messages_fts.rowid IN (SELECT value FROM json_each(?))"
+)
+"""The chosen rows' hit fields and snippets (the same MATCH: the same highlights). The
+``+`` keeps the id list a filter of the walk: offered to FTS5 as a constraint, each id
+would be looked up alone (~0.5 ms each at 1M messages)."""
+
+
+def _document_counts(store: Store, phrases: list[str]) -> list[int]:
+    """How many messages hold each phrase in their text (exact, or estimated when many).
+
+    Each phrase is counted among the newest ``_WINDOW`` message ids first (the
+    posting lists are read from that id on): a phrase whose share there puts it
+    in more than ``_COUNT_EXACTLY`` messages keeps the extrapolation, the others
+    are counted over the whole table.
+    """
+    total = int(store.scalar("SELECT n FROM counts WHERE name = 'messages'") or 0)
+    newest = int(store.scalar("SELECT max(id) FROM messages") or 0)
+    low = newest - _WINDOW
+    window = int(store.scalar("SELECT count(*) FROM messages WHERE id > ?", (low,)) or 0)
+    counts: list[int] = []
+    for phrase in phrases:
+        match = f"{_TEXT} : {phrase}"
+        if window < total:
+            seen = int(store.scalar(_COUNT_FROM, (match, low)) or 0)
+            estimate = round(seen * total / window)
+            if estimate > _COUNT_EXACTLY:
+                counts.append(estimate)
+                continue
+        counts.append(int(store.scalar(_COUNT_FROM, (match, 0)) or 0))
+    return counts
+
+
+_COUNT_FROM: Final = (
+    "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ? AND messages_fts.rowid > ?"
+)
 
 
 # Day and week rollups (``brain.lcm.rollups``) are summaries too: found with them,

@@ -54,6 +54,7 @@ def test_open_store_names_its_setup_steps_in_order() -> None:
         "no_double_quoted_strings",
         "journal_size_limit",
         "sqlite_vec",
+        "fts_functions",
     ]
 
 

@@ -161,7 +161,9 @@ def test_fts_index_follows_message_updates_and_deletes(store: Store) -> None:
             "token_count, created_at, replay_hash) "
             "VALUES (1, 1, 'user', 'alpha words', 'string', 3, 't', x'00')"
         )
-        store.execute("INSERT INTO messages_fts (rowid, content) VALUES (1, 'alpha words')")
+        store.execute(
+            "INSERT INTO messages_fts (rowid, content, conv) VALUES (1, 'alpha words', 'c1')"
+        )
     assert matches("alpha") == [1]
     store.execute("UPDATE messages SET content = 'beta words' WHERE id = 1")
     assert matches("alpha") == []

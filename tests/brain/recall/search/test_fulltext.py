@@ -167,39 +167,86 @@ def test_cjk_rows_stored_before_the_trigram_index_are_found_after_upgrading(
     again.close()
 
 
-def test_a_rare_word_among_common_ones_ranks_only_its_rows_and_answers_as_ranking_all(
-    fresh_brain: Brain, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Ranking only the rows holding the rare word (when the bound allows) must give the
-    # rows, scores and snippets of ranking every row that holds any of the words.
+def _common_corpus(brain: Brain) -> None:
+    """600 messages of six common words, a rare word in every 20th, in two sessions."""
     import random
-
-    import brain.recall.search.fulltext as fulltext
 
     rng = random.Random(3)
     common = ["deploy", "review", "budget", "release", "meeting", "server"]
     texts = [" ".join(rng.choice(common) for _ in range(rng.randint(3, 12))) for _ in range(600)]
     for i in range(0, 600, 20):
         texts[i] += " zephyrine" + " deploy" * (i % 3)
-    fresh_brain.ingest("s", [MessageIn("user", t) for t in texts[:300]])
-    fresh_brain.ingest("t", [MessageIn("user", t) for t in texts[300:]])
-    pruned: list[bool] = []
-    original = fulltext._pruned_messages
+    brain.ingest("s", [MessageIn("user", t) for t in texts[:300]])
+    brain.ingest("t", [MessageIn("user", t) for t in texts[300:]])
+
+
+def test_the_bounded_ranking_answers_as_ranking_every_match_when_it_ranks_them_all(
+    fresh_brain: Brain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Forced onto the bounded path (brain_bm25 with counted document frequencies,
+    # snippets from a second walk), a query whose matches are all among the newest
+    # ranked must give FTS5's bm25 ranking: rows, scores and snippets.
+    import brain.recall.search.fulltext as fulltext
+
+    _common_corpus(fresh_brain)
+    bounded: list[bool] = []
+    original = fulltext._bounded_messages
 
     def counted(*args: object, **kwargs: object) -> object:
         rows = original(*args, **kwargs)  # type: ignore[arg-type]
-        pruned.append(rows is not None)
+        bounded.append(rows is not None)
         return rows
 
-    monkeypatch.setattr(fulltext, "_PRUNE_FROM", 0)
+    monkeypatch.setattr(fulltext, "_LARGE", 0)
     for scope in (None, "s"):
-        for query in ("zephyrine deploy budget", "deploy zephyrine"):
+        for query in ("zephyrine deploy budget", "deploy zephyrine", "review budget"):
             options = GrepOptions(query, scope="messages", limit=10, rank=False)
-            monkeypatch.setattr(fulltext, "_pruned_messages", counted)
+            monkeypatch.setattr(fulltext, "_bounded_messages", counted)
             fast = fresh_brain.grep(options, session=scope)
-            monkeypatch.setattr(fulltext, "_pruned_messages", lambda *a, **k: None)
+            monkeypatch.setattr(fulltext, "_bounded_messages", lambda *a, **k: None)
             full = fresh_brain.grep(options, session=scope)
-            assert [(h.id, round(h.score, 9), h.snippet) for h in fast] == [
-                (h.id, round(h.score, 9), h.snippet) for h in full
-            ]
-    assert pruned == [True] * 4
+            assert [round(h.score, 9) for h in fast] == [round(h.score, 9) for h in full]
+            # Rows tied with the last one shown may be any of the tied rows.
+            last = round(full[-1].score, 9)
+            assert {
+                (h.id, round(h.score, 9), h.snippet) for h in fast if round(h.score, 9) > last
+            } == {(h.id, round(h.score, 9), h.snippet) for h in full if round(h.score, 9) > last}
+    assert bounded == [True] * 6
+
+
+def test_a_query_of_common_words_ranks_only_the_newest_matches_but_every_rare_words_row(
+    fresh_brain: Brain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Words in most rows: ranking every match cannot be fast, so only the newest
+    # matches in scope are ranked, plus every row holding the query's rare words.
+    import brain.recall.search.fulltext as fulltext
+
+    old = [
+        MessageIn("user", "budget budget budget", client_id="old-best"),
+        MessageIn("user", "a plan about quokkas and the budget", client_id="old-rare"),
+    ]
+    newer = [MessageIn("user", f"budget talk number {i} of many") for i in range(200)]
+    fresh_brain.ingest("s", old + newer)
+    monkeypatch.setattr(fulltext, "_LARGE", 100)
+    monkeypatch.setattr(fulltext, "_NEWEST", 50)
+    monkeypatch.setattr(fulltext, "_RARE_ROWS", 5)
+    for scope in (None, "s"):
+        common = fresh_brain.grep(GrepOptions("budget", limit=5, rank=False), session=scope)
+        # Ranking every match would put the old row first (three hits in three words).
+        assert "old-best" not in [h.id for h in common]
+        assert len(common) == 5
+        rare = fresh_brain.grep(GrepOptions("budget quokkas", limit=5, rank=False), session=scope)
+        assert rare[0].id == "old-rare"
+        assert "[quokkas]" in rare[0].snippet
+    monkeypatch.setattr(fulltext, "_LARGE", 10_000)  # a small table: every match ranked
+    exact = fresh_brain.grep(GrepOptions("budget", limit=5, rank=False))
+    assert exact[0].id == "old-best"
+
+
+def test_a_word_shaped_like_a_conversation_token_is_searched_as_text(fresh_brain: Brain) -> None:
+    # Scoped searches match "conv : c<id>"; the user's words never search that column.
+    fresh_brain.ingest("s", [MessageIn("user", "the c1 board is ready", client_id="board")])
+    fresh_brain.ingest("t", [MessageIn("user", "nothing here")])
+    for scope in (None, "s", "t"):
+        hits = fresh_brain.grep(GrepOptions("c1 c2", scope="messages"), session=scope)
+        assert [h.id for h in hits] == ([] if scope == "t" else ["board"])
