@@ -106,12 +106,12 @@ filtered in the join, as before schema v21."""
 # The bounded ranking (``_bounded_messages``).
 _LARGE: Final = 20_000
 """Sum of the phrases' document counts from which a query is ranked by the bounded rule."""
-_NEWEST: Final = 1_000
+_NEWEST: Final = 500
 """The newest matching rows in scope the bounded rule ranks..."""
-_RARE_ROWS: Final = 2_000
+_RARE_ROWS: Final = 1_000
 """...besides every row in scope holding the rarest phrases, while their counts sum to
 at most this."""
-_WINDOW: Final = 20_000
+_WINDOW: Final = 10_000
 """Newest message ids a phrase is counted in first: a phrase whose count there
 extrapolates to more than ``_COUNT_EXACTLY`` rows keeps that estimate..."""
 _COUNT_EXACTLY: Final = 20_000
