@@ -243,6 +243,27 @@ def test_a_query_of_common_words_ranks_only_the_newest_matches_but_every_rare_wo
     assert exact[0].id == "old-best"
 
 
+def test_the_newest_rows_of_the_rarest_remaining_word_are_ranked_before_common_only_rows(
+    fresh_brain: Brain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A word in too many rows to rank them all, but far fewer than the others: its
+    # newest rows are ranked too, not only the newest rows holding any word.
+    import brain.recall.search.fulltext as fulltext
+
+    older = [MessageIn("user", f"the wombat budget plan {i}", client_id=f"w{i}") for i in range(10)]
+    newer = [MessageIn("user", f"budget review talk number {i}") for i in range(200)]
+    fresh_brain.ingest("s", older + newer)
+    monkeypatch.setattr(fulltext, "_LARGE", 100)
+    monkeypatch.setattr(fulltext, "_NEWEST", 50)
+    monkeypatch.setattr(fulltext, "_RARE_ROWS", 5)  # wombat's 10 rows are not "rare"
+    for scope in (None, "s"):
+        hits = fresh_brain.grep(
+            GrepOptions("wombat budget review", limit=5, rank=False), session=scope
+        )
+        assert {h.id for h in hits} <= {f"w{i}" for i in range(10)}
+        assert len(hits) == 5
+
+
 def test_a_word_shaped_like_a_conversation_token_is_searched_as_text(fresh_brain: Brain) -> None:
     # Scoped searches match "conv : c<id>"; the user's words never search that column.
     fresh_brain.ingest("s", [MessageIn("user", "the c1 board is ready", client_id="board")])
