@@ -36,10 +36,11 @@ def semantic_search(store: Store, options: GrepOptions, nearest: Nearest) -> lis
         return semantic_files(store, options, ranked)
     wanted = [(k, r) for k, r, _ in ranked if options.scope in ("both", k + "s")]
     found: dict[tuple[str, int], Hit] = {}
-    if options.conversations is None and not options.since and not options.before:
-        # Unfiltered, the nearest ``limit`` are nearly always the answer: read their
-        # rows (content for the snippet) first, the over-fetch only if some are
-        # suppressed (a ranked grep asks for 100 of 432: a third of the reads).
+    if not options.since and not options.before:
+        # Without time bounds the nearest ``limit`` are nearly always the answer (the
+        # index has applied the scope): read their rows (content for the snippet)
+        # first, the over-fetch only if some are suppressed (a ranked grep asks for
+        # 100 of 432: a third of the reads; 3.4 -> 1.2 ms scoped to a 50k session).
         found = _resolve(store, options, wanted[: options.limit])
         if len(found) < options.limit:
             found |= _resolve(store, options, wanted[options.limit :])
