@@ -263,7 +263,8 @@ class GraphService:
     def embed_nodes(
         self, row_ids: Sequence[int], batch: int = 256, progress: Progress = ignore
     ) -> int:
-        """Embed the queued nodes among ``row_ids`` now; how many got a vector.
+        """Embed the queued nodes among ``row_ids`` now; how many have a vector after it
+        (those the background worker embedded first count too).
 
         Skipped (left queued) when the stored vectors are another embedder's; a
         provider failure or an embedder switch meanwhile stops it, leaving the rest

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
+import orjson
+
 from brain.errors import EmbedderMismatch, ProviderError
 from brain.progress import Progress, ignore
 from brain.store.connection import Store, StoreLease
@@ -170,7 +172,8 @@ class Embedding:
         progress: Progress = ignore,
     ) -> int:
         """Embed the graph rows among ``row_ids`` that ``queued`` finds still queued; how
-        many got a vector.
+        many of ``row_ids`` have a vector after it (rows another embedding, such as the
+        background worker's, stored first count too).
 
         Skipped (left queued) when the stored vectors are another embedder's; a provider
         failure or an embedder switch meanwhile stops it, leaving the rest queued.
@@ -188,8 +191,12 @@ class Embedding:
         done = 0
         for at in range(0, len(row_ids), batch):
             progress(at, len(row_ids), "embed")
+            part = row_ids[at : at + batch]
             with self._lease() as store:
-                taken = queued(store, row_ids[at : at + batch])
+                taken = queued(store, part)
+                # The background worker may have embedded some of them first: they
+                # have their vector all the same, so they count as embedded.
+                done += _stored_elsewhere(store, part, taken)
             try:
                 vectors = taken.embed(embedder, index.dim)
                 with self._lease() as store:
@@ -198,6 +205,20 @@ class Embedding:
                 break
         progress(len(row_ids), len(row_ids), "embed")
         return done
+
+
+def _stored_elsewhere(store: Store, row_ids: Sequence[int], taken: Pending) -> int:
+    """How many graph rows of ``row_ids`` are no longer queued yet have a stored vector."""
+    mine = {row for _, row in taken.keys}
+    others = [row for row in row_ids if row not in mine]
+    if not others:
+        return 0
+    found = store.one(
+        "SELECT count(*) FROM vectors WHERE kind = 'node' AND row_id IN "
+        "(SELECT value FROM json_each(?))",
+        (orjson.dumps(others),),
+    )
+    return int(found[0]) if found is not None else 0
 
 
 def learn_dim(embedder: Embedder) -> None:

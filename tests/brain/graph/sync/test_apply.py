@@ -12,6 +12,21 @@ from brain.graph.sync import SEQUENCE_WEIGHT
 from tests.brain.graph.sync.helpers import MEMORY, chunk_rows, make_workspace
 
 
+def test_new_chunks_the_background_worker_embedded_first_count_as_embedded(
+    fresh_brain: Brain, tmp_path: Path
+) -> None:
+    # The daemon's background worker may take a sync's new chunks before the sync's
+    # own embedding does: they have their vectors, so the report must not call them
+    # pending (it said embedded 0 under load).
+    root = make_workspace(tmp_path / "ws", {"MEMORY.md": MEMORY})
+    indexed = fresh_brain.sync_index(root)
+    assert len(indexed.new_rows) == 4
+    assert fresh_brain.embed_pending() == 4  # the worker got there first
+    embedded = fresh_brain.embed_nodes(indexed.new_rows)
+    assert embedded == 4
+    assert (indexed.report(embedded).embedded, indexed.report(embedded).pending) == (4, 0)
+
+
 def test_a_second_sync_of_unchanged_files_changes_nothing(
     fresh_brain: Brain, tmp_path: Path
 ) -> None:
