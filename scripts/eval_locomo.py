@@ -80,30 +80,21 @@ _DATE: Final = re.compile(
     r"^\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$",
     re.IGNORECASE,
 )
-_MONTHS: Final = {
-    name: i
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
 
 
 # -- data ---------------------------------------------------------------------------
+
+
+def _month_number(name: str) -> int | None:
+    """1-12 for an English month name or its abbreviation (``Sept`` too), else None."""
+    if name.lower() == "sept":
+        return 9
+    for pattern in ("%B", "%b"):
+        try:
+            return datetime.strptime(name, pattern).month
+        except ValueError:
+            continue
+    return None
 
 
 def parse_locomo_date(text: str) -> datetime | None:
@@ -112,7 +103,7 @@ def parse_locomo_date(text: str) -> datetime | None:
     if m is None:
         return None
     hour, minute, half, day, month_name, year = m.groups()
-    month = _MONTHS.get(month_name.lower())
+    month = _month_number(month_name)
     if month is None:
         return None
     h = int(hour) % 12 + (12 if half.lower() == "p" else 0)
