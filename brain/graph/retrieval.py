@@ -44,7 +44,7 @@ from brain.graph.nodes import (
 from brain.graph.safeguard import bounded_order
 from brain.graph.seeding import Seeder, SeedQuery, hybrid_seeds
 from brain.graph.traces import Trace, find_trace, mark_learned, save_trace
-from brain.graph.traverse import TraverseOptions, traverse
+from brain.graph.traverse import Traversal, TraverseOptions, traverse
 from brain.store.connection import Store
 from brain.store.readpool import WritePath, on_store
 from brain.vectors.index import Pending, VectorIndex, text_hash
@@ -106,17 +106,99 @@ def run_query(
 ) -> QueryResult:
     """Seed, traverse, record the trace (unless ``record`` is False), build the context.
 
+    ``answer_query`` and then ``Recording.save`` on ``write`` (default: ``store``);
+    the engine calls the two apart instead, recording once its read has ended.
+    """
+    result, recording = answer_query(
+        store,
+        graph_,
+        index,
+        vector,
+        text,
+        chat_id,
+        options,
+        embed_ms,
+        conversations=conversations,
+        summaries_only=summaries_only,
+        match=match,
+        seeder=seeder,
+    )
+    if not record:
+        return result
+    return recording.into(result, (write or on_store(store))(recording.save))
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """What a query's trace records, kept to be written once the query's read is over.
+
+    Written while the read transaction that found it is still open, every trace
+    commit would hold back the WAL: a checkpoint cannot copy frames newer than an
+    open reader's snapshot, so the WAL never restarted from its start, grew with
+    every query, and each commit past ``wal_autocheckpoint`` pages ran a checkpoint
+    of its own (two fsyncs on the request path of every query).
+    """
+
+    text: str
+    chat_id: str | None
+    traversal: Traversal
+    timings: dict[str, float]
+    shown: list[int]
+    started: float
+    """``time.perf_counter()`` when the query began (for ``total_ms``)."""
+    embed_ms: float
+
+    def save(self, target: Store) -> str:
+        """Store the trace and the fired nodes' fire counts in one transaction; its id."""
+        with target.transaction():
+            saved = save_trace(
+                target, self.text, self.chat_id, self.traversal, self.timings, self.shown
+            )
+            stamp = now_iso()
+            target.executemany(
+                "UPDATE nodes SET fire_count = fire_count + 1, last_fired_at = ? WHERE id = ?",
+                [(stamp, n) for n in self.traversal.fired],
+            )
+        return saved
+
+    def into(self, result: QueryResult, trace_id: str) -> QueryResult:
+        """``result`` with the trace id it was recorded under and its total time since."""
+        timings = {
+            **result.timings,
+            "total_ms": round(self.embed_ms + (time.perf_counter() - self.started) * 1000, 3),
+        }
+        return replace(result, trace_id=trace_id, timings=timings)
+
+
+def answer_query(
+    store: Store,
+    graph_: Graph,
+    index: VectorIndex,
+    vector: npt.NDArray[np.float32],
+    text: str,
+    chat_id: str | None,
+    options: TraverseOptions,
+    embed_ms: float,
+    *,
+    conversations: Sequence[int] | None = None,
+    summaries_only: bool = False,
+    match: str | None = None,
+    seeder: Seeder = hybrid_seeds,
+) -> tuple[QueryResult, Recording]:
+    """Seed, traverse and build the context; the answer (no trace id yet) and its record.
+
     ``conversations``: only summaries of these conversations may fire (taught,
     directive and workspace nodes also may, unless ``summaries_only``); None lets
-    every summary fire. ``write``: where the trace is recorded (default: ``store``);
-    the engine reads on a read connection and records on its write path, committed
-    without an fsync of its own (``Access.write_unsynced``: a trace survives a killed
-    process, and a power cut loses only the newest ones, so a chat's latest trace
-    left is always one that was answered; ``learn`` never credits a lost one's steps
-    to another). ``match``:
-    the query's FTS5 match expression (its keywords), for ``seeder``
-    (``brain.graph.seeding``). The
-    whole query reads one state of the mirror, whatever is written meanwhile.
+    every summary fire. ``match``: the query's FTS5 match expression (its keywords),
+    for ``seeder`` (``brain.graph.seeding``). The whole query reads one state of the
+    mirror, whatever is written meanwhile.
+
+    The caller records the trace with ``Recording.save`` on the write connection
+    (the engine: ``Access.write_unsynced``, committed without an fsync of its own: a
+    trace survives a killed process, and a power cut loses only the newest ones, so
+    a chat's latest trace left is always one that was answered; ``learn`` never
+    credits a lost one's steps to another), after its read transaction has ended
+    (``Recording``), and ``Recording.into`` gives the answer its trace id.
     """
     started = time.perf_counter()
     graph = graph_.refresh(store)
@@ -143,30 +225,20 @@ def run_query(
         "embed_query_ms": round(embed_ms, 3),
         "traverse_ms": round(traverse_ms, 3),
     }
-    trace_id = ""
-    if record:
-
-        def save(target: Store) -> str:
-            with target.transaction():
-                saved = save_trace(target, text, chat_id, traversal, timings, shown_rows)
-                stamp = now_iso()
-                target.executemany(
-                    "UPDATE nodes SET fire_count = fire_count + 1, last_fired_at = ? WHERE id = ?",
-                    [(stamp, n) for n in traversal.fired],
-                )
-            return saved
-
-        trace_id = (write or on_store(store))(save)
-    timings["total_ms"] = round(embed_ms + (time.perf_counter() - started) * 1000, 3)
+    recording = Recording(text, chat_id, traversal, timings, shown_rows, started, embed_ms)
     public = graph.public
-    return QueryResult(
-        trace_id=trace_id,
+    result = QueryResult(
+        trace_id="",
         fired=shown,
         context=context,
         seeds=[(nodes[n].id if n in nodes else public.get(n, str(n)), s) for n, s, _ in seeds],
         inhibited=[public.get(n, str(n)) for n in traversal.inhibited],
-        timings=timings,
+        timings={
+            **timings,
+            "total_ms": round(embed_ms + (time.perf_counter() - started) * 1000, 3),
+        },
     )
+    return result, recording
 
 
 class _OutsideScope:

@@ -91,7 +91,7 @@ class GraphService:
         ``brain.graph.seeding.hybrid_seeds``; the recall layer passes its learned
         ranking, ``brain.recall.search.node_ranking``).
         """
-        from brain.graph.retrieval import run_query
+        from brain.graph.retrieval import answer_query
         from brain.graph.traverse import TraverseOptions
 
         if not text.strip():
@@ -104,7 +104,7 @@ class GraphService:
         with self._access.reading() as store:
             index.verify(store)
             scope = None if conversations is None else conversations(store)
-            return run_query(
+            result, recording = answer_query(
                 store,
                 self.mirror,
                 index,
@@ -113,13 +113,17 @@ class GraphService:
                 chat_id,
                 options or TraverseOptions(),
                 embed_ms,
-                record=record,
                 conversations=scope,
                 summaries_only=summaries_only,
-                write=self._access.write_unsynced,
                 match=match,
                 **({} if seeder is None else {"seeder": seeder}),
             )
+        if not record:
+            return result
+        # Recorded once the read is over: a commit made under an open read cannot be
+        # checkpointed whole, which kept the WAL growing and checkpointing at every
+        # query (``brain.graph.retrieval.Recording``).
+        return recording.into(result, self._access.write_unsynced(recording.save))
 
     def warm(self) -> bool:
         """Load the mirror and the graph's vector index now; False when there is no graph.

@@ -102,3 +102,26 @@ def test_a_query_under_group_commit_records_its_trace_without_waiting_for_an_fsy
         assert group.syncs == before + 1
     finally:
         brain.close()
+
+
+def test_a_stream_of_recorded_queries_keeps_the_wal_within_its_checkpoint_bound(
+    db_path: Path,
+) -> None:
+    # A trace committed while its query's read transaction was still open could never
+    # be checkpointed whole: the WAL never restarted from its start and grew by every
+    # query's frames, each commit past the bound running a checkpoint of its own.
+    brain = _brain(db_path)
+    try:
+        for i in range(20):
+            brain.teach(NewNode("teaching", f"note {i}: deploys go to the kestrel cluster"))
+        brain.store.execute("PRAGMA wal_autocheckpoint = 10")
+        brain.store.checkpoint(truncate=True)  # the WAL file stays at its high-water mark
+        wal = db_path.with_name(db_path.name + "-wal")
+        page = int(brain.store.scalar("PRAGMA page_size"))
+        for i in range(80):
+            assert brain.query("where do deploys go", chat_id=f"c{i}").trace_id
+        # The bound plus a few queries' frames: one checkpoint runs per ~bound pages.
+        assert wal.stat().st_size <= 40 * (page + 24) + 32
+        assert brain.trace(chat_id="c79")["query"] == "where do deploys go"
+    finally:
+        brain.close()
