@@ -16,7 +16,7 @@ Tested through the engine's ``query``, ``teach`` and ``learn`` in
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -203,11 +203,16 @@ def answer_query(
     started = time.perf_counter()
     graph = graph_.refresh(store)
     suppressed = _suppressed_summaries(store)
-    outside = _OutsideScope(store, graph, conversations, summaries_only)
-    blocked = _Blocked(suppressed, outside)
-    seeds = seeder(
-        store, graph, index, SeedQuery(text, vector, match, options.top_k), lambda n: not outside(n)
-    )
+    blocked: _Blocked | _Suppressed
+    if conversations is None and not summaries_only:
+        # Unscoped: nothing is outside, so no per-candidate scope call (hundreds a query).
+        allowed: Callable[[int], bool] = _anything
+        blocked = _Suppressed(suppressed)
+    else:
+        outside = _OutsideScope(store, graph, conversations, summaries_only)
+        allowed = outside.inside
+        blocked = _Blocked(suppressed, outside)
+    seeds = seeder(store, graph, index, SeedQuery(text, vector, match, options.top_k), allowed)
     # What was learned lifts a seed up to the query's best match, never above it nor
     # below the seed's own match: so no seed fires less, nor fails to fire, because of
     # learning (brain.graph.safeguard).
@@ -261,6 +266,10 @@ class _OutsideScope:
         self.summaries_only = summaries_only
         self.seen: dict[int, bool] = {}
 
+    def inside(self, node: int) -> bool:
+        """Not outside: a node the query may seed from."""
+        return not self(node)
+
     def __call__(self, node: int) -> bool:
         if self.graph.kind.get(node) != "summary":
             return self.summaries_only
@@ -274,6 +283,23 @@ class _OutsideScope:
             )
             self.seen[node] = conversation not in self.scope
         return self.seen[node]
+
+
+def _anything(node: int) -> bool:
+    return True
+
+
+class _Suppressed:
+    """Nodes that may not fire in an unscoped query: suppressed summaries alone."""
+
+    def __init__(self, suppressed: set[int]) -> None:
+        self.suppressed = suppressed
+
+    def __call__(self, node: int) -> bool:
+        return node in self.suppressed
+
+    def __contains__(self, node: int) -> bool:
+        return node in self.suppressed
 
 
 class _Blocked:

@@ -398,8 +398,15 @@ class VectorIndex:
             best_of(tail, None, len(base))
         out: list[tuple[float, int, Kind, int]] = []
         for rows, at, scores, offset in found:
-            for i, score in zip(at.tolist(), scores.tolist(), strict=True):
-                out.append((-score, offset + i, KINDS[int(rows.kinds[i])], int(rows.row_ids[i])))
+            # Gathered once per part, not an item at a time (each item a numpy scalar).
+            for i, score, kind, row_id in zip(
+                at.tolist(),
+                scores.tolist(),
+                rows.kinds[at].tolist(),
+                rows.row_ids[at].tolist(),
+                strict=True,
+            ):
+                out.append((-score, offset + i, KINDS[kind], row_id))
         out.sort()  # best first; ties: the earlier row first
         return [(kind, row_id, -neg) for neg, _, kind, row_id in out[:k]]
 
