@@ -5,8 +5,10 @@ Tested in tests/brain/graph/maintain/test_decay.py.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import orjson
 
 from brain.clock import iso, parse
 from brain.graph.maintain.options import MaintainOptions
@@ -14,6 +16,28 @@ from brain.graph.maintain.snapshot import Edge, Snapshot
 from brain.graph.maintain.writer import Effect, Write, Writer
 
 __all__ = ["decay"]
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+
+# The time since an edge changed, in microseconds, as SQLite reads its stamp (stored with
+# milliseconds: ``unixepoch(..., 'subsec')`` rounded back to whole milliseconds is exact),
+# so ``?1`` (now, in microseconds) minus it is the integer Python's ``now - parse(stamp)``
+# holds, and divided by 10**6 the same float as its ``total_seconds()``.
+_ELAPSED_US: Final = "(?1 - round(unixepoch(updated_at, 'subsec') * 1000) * 1000)"
+_IN = "(SELECT value FROM json_each(?{n}))"
+_DECAYED: Final = (
+    f"weight * pow(0.5, {_ELAPSED_US} / 1000000.0 / (?2 * CASE WHEN source IN "
+    f"{_IN.format(n=3)} OR target IN {_IN.format(n=3)} THEN 2 ELSE 1 END))"
+)
+_SWEEP: Final = (
+    f"UPDATE edges SET weight = {_DECAYED}, updated_at = ?4 "  # noqa: S608 (constants)
+    "WHERE source BETWEEN ?5 AND ?6 "
+    f"AND NOT (source IN {_IN.format(n=7)} OR target IN {_IN.format(n=7)}) "
+    f"AND {_ELAPSED_US} > 0 AND abs(weight - {_DECAYED}) >= ?8 "
+    "RETURNING source, target, weight, kind"
+)
+"""Decay of one span of sources: the formula of ``_planned``, computed by SQLite."""
 
 
 def decay(
@@ -25,7 +49,57 @@ def decay(
     decays over a week each equal one over two weeks. Edges touching a
     constitutional node keep their weight; touching a canonical one, they use
     twice the half-life.
+
+    A real run decays a span of sources per statement (``Writer.sweep``), as the
+    rows are when it runs (an edge a teach changed meanwhile decays from its new
+    stamp, by next to nothing); a dry run plans the same formula over the snapshot.
     """
+    if writer.dry_run:
+        return _planned(snap, writer, options, now)
+    constitutional = snap.with_authority("constitutional")
+    canonicals = snap.with_authority("canonical")
+    protected = _touching(snap, constitutional)
+    stamp = iso(now)
+    edges = snap.edges
+
+    def on_rows(rows: list[tuple[Any, ...]]) -> None:
+        ops = writer.delta.ops
+        for source, target, weight, kind in rows:
+            if (source, target) in edges:
+                edges[(source, target)] = Edge(weight, kind, stamp)
+            ops.append(("edge", source, target, weight))
+
+    shared = (
+        (now - _EPOCH) // _MICROSECOND,
+        options.half_life_days * 86_400.0,
+        orjson.dumps(sorted(canonicals)).decode(),
+        stamp,
+    )
+    no_change = orjson.dumps(sorted(constitutional)).decode()
+    changed = writer.sweep(
+        _SWEEP,
+        [
+            (*shared, lo, hi, no_change, options.min_decay)
+            for lo, hi in snap.source_ranges(options.sweep)
+        ],
+        on_rows,
+    )
+    return {"decayed": changed, "skipped": 0, "protected": protected}
+
+
+def _touching(snap: Snapshot, nodes: set[int]) -> int:
+    """Edges of the snapshot with either end in ``nodes`` (at the cost of their degree)."""
+    pairs: set[tuple[int, int]] = set()
+    for node in nodes:
+        pairs.update((node, target) for target in snap.out.get(node, ()))
+        pairs.update((source, node) for source in snap.inc.get(node, ()))
+    return len(pairs)
+
+
+def _planned(
+    snap: Snapshot, writer: Writer, options: MaintainOptions, now: datetime
+) -> dict[str, Any]:
+    """Decay planned edge by edge over the snapshot (a dry run's), written row by row."""
     half_life = options.half_life_days * 86_400.0
     stamp = iso(now)
     writes: list[Write] = []

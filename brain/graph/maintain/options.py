@@ -50,6 +50,9 @@ class MaintainOptions:
     """A node's positive outgoing weights are scaled down to sum to at most this."""
     chunk: int = 500
     """Row writes per transaction."""
+    sweep: int = 20_000
+    """Edges a set-based pass (decay's, prune's edges) covers per transaction: one
+    statement over a span of sources (~20-60 ms of the write lock at this size)."""
 
     def __post_init__(self) -> None:
         # The engine checks its own ranges: ``brain maintain`` and scripts build
@@ -65,7 +68,7 @@ class MaintainOptions:
                 raise InvalidInput(name, f"must be a positive number, got {value}")
         if not (math.isfinite(self.min_decay) and 0.0 <= self.min_decay <= 1.0):
             raise InvalidInput("min_decay", f"must be between 0 and 1, got {self.min_decay}")
-        for name, minimum in (("chunk", 1), ("cofire_traces", 1), ("connect_k", 0)):
+        for name, minimum in (("chunk", 1), ("sweep", 1), ("cofire_traces", 1), ("connect_k", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise InvalidInput(name, f"must be an integer of at least {minimum}, got {value}")

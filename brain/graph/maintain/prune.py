@@ -6,7 +6,9 @@ Tested in tests/brain/graph/maintain/test_prune.py.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
+
+import orjson
 
 from brain.clock import iso
 from brain.graph.maintain.options import MaintainOptions
@@ -33,25 +35,7 @@ def prune(
     their retention (``BrainConfig.trace_max_age_days`` / ``trace_max_count``)
     go too.
     """
-    edge_writes: list[Write] = []
-    effects: list[Effect] = []
-    protected = 0
-    constitutional = snap.with_authority("constitutional")
-    for (source, target), edge in list(snap.edges.items()):
-        if abs(edge.weight) >= options.prune_below:
-            continue
-        if constitutional and (source in constitutional or target in constitutional):
-            protected += 1
-            continue
-        edge_writes.append(
-            (
-                "DELETE FROM edges WHERE source = ? AND target = ? AND updated_at = ?",
-                (source, target, edge.updated_at),
-            )
-        )
-        effects.append(("drop", source, target, 0.0))
-        snap.drop(source, target)
-    edges = writer.run(edge_writes, effects=effects)
+    edges, planned, protected = _prune_edges(snap, writer, options)
     cutoff = iso(now - timedelta(days=options.orphan_days))
     orphans = [
         node
@@ -90,12 +74,80 @@ def prune(
     traces = _prune_traces(snap, writer, now)
     return {
         "edges": edges,
-        "edges_skipped": len(edge_writes) - edges,
+        "edges_skipped": planned - edges,
         "edges_protected": protected,
         "nodes": len(removed),
         "ids": removed,
         "traces": traces,
     }
+
+
+_SWEEP: Final = (
+    "DELETE FROM edges WHERE source BETWEEN ?1 AND ?2 AND abs(weight) < ?3 "
+    "AND NOT (source IN (SELECT value FROM json_each(?4)) "
+    "OR target IN (SELECT value FROM json_each(?4))) RETURNING source, target"
+)
+"""The weak edges of one span of sources, deleted as they are when it runs."""
+
+
+def _prune_edges(snap: Snapshot, writer: Writer, options: MaintainOptions) -> tuple[int, int, int]:
+    """Delete edges weaker than ``prune_below`` not touching a constitutional node:
+    (deleted, planned, protected).
+
+    A real run deletes a span of sources per statement (``Writer.sweep``), the rows
+    as they are then (an edge a learn strengthened meanwhile stays); a dry run plans
+    edge by edge over the snapshot.
+    """
+    constitutional = snap.with_authority("constitutional")
+    if writer.dry_run:
+        return _planned_edges(snap, writer, options, constitutional)
+    below = options.prune_below
+    protected: set[tuple[int, int]] = set()
+    for node in constitutional:
+        protected.update(
+            (node, t) for t in snap.out.get(node, ()) if abs(snap.edges[(node, t)].weight) < below
+        )
+        protected.update(
+            (s, node) for s in snap.inc.get(node, ()) if abs(snap.edges[(s, node)].weight) < below
+        )
+    no_change = orjson.dumps(sorted(constitutional)).decode()
+
+    def on_rows(rows: list[tuple[Any, ...]]) -> None:
+        ops = writer.delta.ops
+        for source, target in rows:
+            snap.drop(source, target)
+            ops.append(("drop", source, target, 0.0))
+
+    deleted = writer.sweep(
+        _SWEEP,
+        [(lo, hi, below, no_change) for lo, hi in snap.source_ranges(options.sweep)],
+        on_rows,
+    )
+    return deleted, deleted, len(protected)
+
+
+def _planned_edges(
+    snap: Snapshot, writer: Writer, options: MaintainOptions, constitutional: set[int]
+) -> tuple[int, int, int]:
+    """Weak edges planned edge by edge over the snapshot (a dry run's), deleted row by row."""
+    edge_writes: list[Write] = []
+    effects: list[Effect] = []
+    protected = 0
+    for (source, target), edge in list(snap.edges.items()):
+        if abs(edge.weight) >= options.prune_below:
+            continue
+        if constitutional and (source in constitutional or target in constitutional):
+            protected += 1
+            continue
+        edge_writes.append(
+            (
+                "DELETE FROM edges WHERE source = ? AND target = ? AND updated_at = ?",
+                (source, target, edge.updated_at),
+            )
+        )
+        effects.append(("drop", source, target, 0.0))
+        snap.drop(source, target)
+    return writer.run(edge_writes, effects=effects), len(edge_writes), protected
 
 
 def _prune_traces(snap: Snapshot, writer: Writer, now: datetime) -> int:

@@ -124,6 +124,29 @@ class Snapshot:
         """Whether either end of the edge is constitutional."""
         return self.constitutional(source) or self.constitutional(target)
 
+    def source_ranges(self, size: int) -> list[tuple[int, int]]:
+        """The sources with outgoing edges as inclusive (first, last) ranges of about
+        ``size`` edges each (a source with more is a range of its own), in order.
+
+        A set-based pass (``Writer.sweep``) covers one range per transaction: a
+        statement over a span of the primary key, in place of a statement per row.
+        """
+        ranges: list[tuple[int, int]] = []
+        first: int | None = None
+        last = held = 0
+        for source in sorted(k for k, row in self.out.items() if row):
+            degree = len(self.out[source])
+            if first is not None and held + degree > size:
+                ranges.append((first, last))
+                first = None
+            if first is None:
+                first, held = source, 0
+            last = source
+            held += degree
+        if first is not None:
+            ranges.append((first, last))
+        return ranges
+
     def degree(self, row_id: int) -> int:
         """Edges in and out of the node."""
         return len(self.out.get(row_id, ())) + len(self.inc.get(row_id, ()))

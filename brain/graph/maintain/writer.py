@@ -105,6 +105,32 @@ class Writer:
             return False
         return True
 
+    def sweep(
+        self,
+        sql: str,
+        params: Sequence[tuple[Any, ...]],
+        on_rows: Callable[[list[tuple[Any, ...]]], None],
+    ) -> int:
+        """Run the set-based ``sql`` once per ``params`` (a span of rows each: see
+        ``Snapshot.source_ranges``), each in its own transaction bumping the epoch;
+        how many rows its ``RETURNING`` gave.
+
+        ``on_rows`` hears each run's returned rows inside its transaction, and records
+        what they changed in ``delta``. A statement per row was most of a run at 100k
+        nodes (a million decayed edges, each a primary-key search, and 500-row
+        transactions: 2,000 commits, and deletions at random places of the target
+        index rewrote most of its pages in every one, a gigabyte of WAL).
+        """
+        if self.dry_run:
+            raise ValueError("a dry run plans against the snapshot: it sweeps nothing")
+        found = 0
+        for bindings in params:
+            with self._transaction(True, False):
+                rows = list(self.store.execute(sql, bindings))
+                on_rows(rows)
+            found += len(rows)
+        return found
+
     def group(self, work: Callable[[], int], vectors: bool = False) -> int:
         """Run ``work`` (several dependent writes) in one transaction; its count.
 

@@ -76,7 +76,7 @@ def test_every_committed_chunk_arrives_as_a_step_in_epoch_order(g: G) -> None:
         g.store.config,
         g.store.identity,
         ["decay"],
-        options=MaintainOptions(chunk=2),
+        options=MaintainOptions(chunk=2, sweep=2),
         progress=lambda done, total, phase: phases.append(phase),
         on_commit=heard,
     )
@@ -120,7 +120,7 @@ def test_a_run_the_caller_gives_up_on_ends_the_child_and_leaves_the_database_who
                 store.config,
                 store.identity,
                 ["decay", "merge", "prune"],
-                options=MaintainOptions(chunk=5),
+                options=MaintainOptions(chunk=5, sweep=5),
                 progress=give_up,
             )
         assert _children() == []
@@ -163,7 +163,7 @@ def test_the_pump_rests_after_applying_steps_and_hands_over_those_that_came_mean
         g.store.config,
         g.store.identity,
         ["decay"],
-        options=MaintainOptions(chunk=1),
+        options=MaintainOptions(chunk=1, sweep=1),
         on_commit=slow,
     )
     assert sum(n for _, _, n in calls) == EDGES

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from brain.graph.maintain import maintain
+from brain.graph.nodes import graph_epoch
 from tests.brain.graph.maintain.helpers import DAY, T0, G, iso_at
 
 
@@ -41,3 +42,25 @@ def test_prune_deletes_only_idle_edgeless_overlay_learning_nodes(g: G) -> None:
     assert not g.exists("idle")
     assert not g.has_vector("idle")
     assert all(g.exists(n) for n in ("fresh", "fired", "canon", "const", "chunk", "linked"))
+
+
+def test_prune_deletes_the_weak_edges_of_a_span_of_sources_per_transaction(g: G) -> None:
+    n = 400
+    for i in range(n):
+        g.node(f"n{i}")
+    g.node("k", authority="constitutional")
+    weak = [(f"n{i}", f"n{(i + j) % n}") for i in range(n) for j in (1, 2, 3)]
+    for a, b in weak:
+        g.edge(a, b, 0.01)
+    g.edge("n0", "k", 0.01)
+    g.edge("n0", "n9", 0.5)
+    epoch = graph_epoch(g.store)
+    report = maintain(g.store, tasks=["prune"], now=T0)
+    assert report.tasks["prune"]["edges"] == 1_200
+    assert report.tasks["prune"]["edges_protected"] == 1
+    # Three 500-row chunks before; one statement over every source now.
+    assert graph_epoch(g.store) == epoch + 1
+    assert [r[0] for r in g.store.execute("SELECT weight FROM edges ORDER BY weight")] == [
+        0.01,
+        0.5,
+    ]

@@ -53,7 +53,7 @@ def test_every_chunk_of_writes_is_its_own_transaction_and_moves_the_epoch(g: G) 
     for i in range(6):
         g.edge(f"n{i}", f"n{i + 1}", 0.8)
     epoch = graph_epoch(g.store)
-    maintain(g.store, tasks=["decay"], options=MaintainOptions(chunk=2), now=T0 + DAY)
+    maintain(g.store, tasks=["decay"], options=MaintainOptions(chunk=2, sweep=2), now=T0 + DAY)
     assert graph_epoch(g.store) == epoch + 3
 
 
@@ -252,7 +252,7 @@ def test_queries_and_a_teach_during_maintain_follow_its_chunks_without_reloading
                 during.append([f.id for f in found.fired])
 
         report = brain.maintain(
-            options=MaintainOptions(chunk=5, merge_similarity=0.9),
+            options=MaintainOptions(chunk=5, sweep=5, merge_similarity=0.9),
             progress=progress,
             in_child=in_child,
         )
@@ -356,7 +356,10 @@ def test_a_run_alone_reports_the_health_it_stored_without_reading_the_graph_agai
     monkeypatch.setattr(Snapshot, "load", classmethod(counted))
 
     report = maintain(
-        g.store, tasks=["decay", "prune"], options=MaintainOptions(chunk=2), now=T0 + 40 * DAY
+        g.store,
+        tasks=["decay", "prune"],
+        options=MaintainOptions(chunk=2, sweep=2),
+        now=T0 + 40 * DAY,
     )
 
     assert loads == [1]
@@ -385,7 +388,7 @@ def test_a_run_beside_another_writer_reads_the_graph_again_for_its_health_after(
         report = maintain(
             g.store,
             tasks=["decay"],
-            options=MaintainOptions(chunk=2),
+            options=MaintainOptions(chunk=2, sweep=2),
             now=T0 + 40 * DAY,
             on_commit=another_process_writes,
         )
@@ -416,7 +419,11 @@ def test_a_run_commits_its_chunks_unsynced_and_fsyncs_the_wal_once_before_it_ret
         during.append(int(g.store.scalar("PRAGMA synchronous")))
 
     maintain(
-        g.store, tasks=["decay"], options=MaintainOptions(chunk=2), now=T0 + DAY, on_commit=chunk
+        g.store,
+        tasks=["decay"],
+        options=MaintainOptions(chunk=2, sweep=2),
+        now=T0 + DAY,
+        on_commit=chunk,
     )
 
     assert during == [1, 1, 1]  # NORMAL: ~2.5 ms of disk wait saved per chunk
