@@ -339,3 +339,54 @@ def test_steps_changing_more_rows_than_the_fold_leave_the_mirror_as_a_fresh_load
     fresh = Graph().refresh(reader)
     assert fresh.epoch == state.epoch
     assert mirror_maps(state) == mirror_maps(fresh)
+
+
+def test_a_step_setting_and_dropping_thousands_of_edges_is_applied_as_arrays_like_a_reload(
+    two: tuple[Store, Store],
+) -> None:
+    writer, reader = two
+    rows = _nodes(writer, 5_000)
+    graph = Graph()
+    with writer.transaction():
+        for source, target in itertools.pairwise(rows):
+            writer.execute(
+                "INSERT INTO edges (source, target, weight, kind, updated_at) "
+                "VALUES (?, ?, 0.5, 'learned', '2025-01-01T00:00:00.000Z')",
+                (source, target),
+            )
+        bump_epoch(writer)
+    graph.refresh(reader)
+    graph.advance([_write_edge(writer, rows[0], rows[1], 0.75)])  # a layered row first
+    packed = graph.snapshot().out
+    assert not isinstance(packed, PackedRows)
+    base = packed.base  # type: ignore[attr-defined]
+    built = len(base._cache)
+    edges = "UPDATE edges SET weight = ? WHERE source = ? AND target = ?"
+    with writer.transaction():
+        delta = GraphDelta()
+        for i, (source, target) in enumerate(itertools.pairwise(rows[:3_000])):
+            writer.execute(edges, (0.1 + i % 7 / 10, source, target))
+            delta.set_edge(source, target, 0.1 + i % 7 / 10)
+        for source, target in itertools.pairwise(rows[3_000:4_000]):
+            writer.execute("DELETE FROM edges WHERE source = ? AND target = ?", (source, target))
+            delta.drop_edge(source, target)
+        for source in rows[4_000:]:  # new edges, one written twice, one made then dropped
+            writer.execute(
+                "INSERT INTO edges (source, target, weight, kind, updated_at) "
+                "VALUES (?, ?, -0.5, 'learned', '2025-01-01T00:00:00.000Z')",
+                (source, rows[7]),
+            )
+            delta.set_edge(source, rows[7], -0.25)
+            delta.set_edge(source, rows[7], -0.5)
+        writer.execute("DELETE FROM edges WHERE source = ? AND target = ?", (rows[4_000], rows[7]))
+        delta.drop_edge(rows[4_000], rows[7])
+        after = bump_epoch(writer)
+    assert graph.advance([Step(after - 1, after, delta)])
+    state = graph.snapshot()
+    assert isinstance(state.out, PackedRows)
+    assert len(base._cache) == built  # no row was copied into a dict to apply it
+    fresh = Graph().refresh(reader)
+    assert fresh.epoch == state.epoch
+    assert mirror_maps(state) == mirror_maps(fresh)
+    assert state.inc[rows[7]][rows[4_001]] == -0.5
+    assert rows[4_000] not in state.inc[rows[7]]
