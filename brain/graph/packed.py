@@ -38,13 +38,30 @@ class PackedRows(Mapping[int, dict[int, float]]):
     change it (a state copies a row before writing it).
     """
 
-    __slots__ = ("_cache", "_index", "_starts", "ids", "others", "starts", "weights")
+    __slots__ = ("_cache", "_index", "_starts", "ids", "others", "pair", "starts", "weights")
 
-    def __init__(self, keys: Ints, starts: Ints, others: Ints, weights: Floats) -> None:
+    def __init__(
+        self,
+        keys: Ints,
+        starts: Ints,
+        others: Ints,
+        weights: Floats,
+        *,
+        like: PackedRows | None = None,
+    ) -> None:
+        """``like``: rows with the same keys and starts, whose lookup tables are shared."""
         self.ids, self.starts, self.others, self.weights = keys, starts, others, weights
-        self._index: dict[int, int] = dict(zip(keys.tolist(), range(len(keys)), strict=True))
-        self._starts: list[int] = starts.tolist()
+        self._index: dict[int, int]
+        self._starts: list[int]
+        if like is not None:
+            self._index, self._starts = like._index, like._starts
+        else:
+            self._index = dict(zip(keys.tolist(), range(len(keys)), strict=True))
+            self._starts = starts.tolist()
         self._cache: dict[int, dict[int, float]] = {}
+        self.pair: tuple[PackedRows, Ints] | None = None
+        """After ``transposed``: the transposed rows and, for each of their edges, its
+        index here (so new weights or removals carry over without sorting again)."""
 
     @classmethod
     def from_edges(
@@ -73,7 +90,10 @@ class PackedRows(Mapping[int, dict[int, float]]):
     def transposed(self) -> PackedRows:
         """The same edges keyed by their other end (incoming rows from outgoing ones)."""
         keys, others, weights = self.edges()
-        return PackedRows.from_edges(others, keys, weights, others_sorted=True)
+        order = np.argsort(others, kind="stable")  # each key's edges stay by other end
+        flipped = _packed(others[order], keys[order], weights[order])
+        self.pair = (flipped, order)
+        return flipped
 
     def merged(self, top: Mapping[int, Any], gone: object) -> PackedRows:
         """These rows with ``top``'s replacing theirs (``gone``: the row was removed)."""
@@ -111,15 +131,24 @@ class PackedRows(Mapping[int, dict[int, float]]):
         )
 
     def with_changes(
-        self, sources: Ints, targets: Ints, weights: Floats, dropped: npt.NDArray[np.bool_]
-    ) -> PackedRows:
-        """These rows with edge writes applied in order: ``(sources[i], targets[i])`` set
-        to ``weights[i]``, or removed where ``dropped[i]`` (the last write of an edge wins).
+        self,
+        sources: Ints,
+        targets: Ints,
+        weights: Floats,
+        dropped: npt.NDArray[np.bool_],
+        incoming: object = None,
+    ) -> tuple[PackedRows, PackedRows]:
+        """These (outgoing) rows with edge writes applied in order, and their transpose:
+        ``(sources[i], targets[i])`` set to ``weights[i]``, or removed where ``dropped[i]``
+        (the last write of an edge wins).
 
-        The whole adjacency once, in numpy: a maintain run's step sets or drops tens of
-        thousands of edges spread over most rows, where a copy of every touched row's
-        dict cost ~1 us an edge per direction.
+        The whole adjacency at once, in numpy: a maintain run's step sets or drops tens
+        of thousands of edges spread over most rows, where a copy of every touched row's
+        dict cost ~1 us an edge per direction. New weights and removals reuse the
+        transpose made before (``pair``) when it is ``incoming`` (the state's incoming
+        rows): no sort; only new edges sort again.
         """
+        pair = self.pair if self.pair is not None and self.pair[0] is incoming else None
         keys, others, current = self.edges()
         existing = (keys << 32) | others  # sorted: rows are by key, then other end
         wanted = (sources << 32) | targets
@@ -133,18 +162,32 @@ class PackedRows(Mapping[int, dict[int, float]]):
         found = at < len(existing)
         found[found] = existing[at[found]] == wanted[found]
         drop = dropped[pick]
-        weights = weights[pick]
-        current = current.copy()
-        current[at[found & ~drop]] = weights[found & ~drop]
+        new = weights[pick]
+        weights = current.copy()
+        weights[at[found & ~drop]] = new[found & ~drop]
+        added = ~found & ~drop
         keep = np.ones(len(existing), dtype=bool)
         keep[at[found & drop]] = False
-        added = ~found & ~drop
-        merged_keys = np.concatenate((existing[keep], wanted[added]))
-        merged_weights = np.concatenate((current[keep], weights[added]))
-        if added.any():
-            by_key = np.argsort(merged_keys, kind="stable")
-            merged_keys, merged_weights = merged_keys[by_key], merged_weights[by_key]
-        return _packed(merged_keys >> 32, merged_keys & 0xFFFFFFFF, merged_weights)
+        if added.any() or pair is None:
+            merged = np.concatenate((existing[keep], wanted[added]))
+            merged_weights = np.concatenate((weights[keep], new[added]))
+            by_key = np.argsort(merged, kind="stable")
+            out = _packed(merged[by_key] >> 32, merged[by_key] & 0xFFFFFFFF, merged_weights[by_key])
+            return out, out.transposed()
+        flipped, perm = pair
+        if keep.all():  # weights only: every array but the weights is shared
+            out = PackedRows(self.ids, self.starts, self.others, weights, like=self)
+            inc = PackedRows(
+                flipped.ids, flipped.starts, flipped.others, weights[perm], like=flipped
+            )
+            out.pair = (inc, perm)
+            return out, inc
+        out = _packed(keys[keep], others[keep], weights[keep])
+        kept = keep[perm]  # the transpose's edges that stay, still in its order
+        flipped_keys, flipped_others, _ = flipped.edges()
+        inc = _packed(flipped_keys[kept], flipped_others[kept], weights[perm][kept])
+        out.pair = (inc, (np.cumsum(keep) - 1)[perm[kept]])
+        return out, inc
 
     def _row(self, key: int) -> dict[int, float] | None:
         row = self._cache.get(key)

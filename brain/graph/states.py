@@ -478,10 +478,11 @@ def _bulk(state: GraphState, deltas: list[GraphDelta], epoch: int) -> GraphState
     incoming rows made again from them; the node maps are shared as they are."""
     ops = [op for delta in deltas for op in delta.ops]
     count = len(ops)
-    out = _packed_rows(state.out).with_changes(
+    out, inc = _packed_rows(state.out).with_changes(
         np.fromiter((op[1] for op in ops), dtype=np.int64, count=count),
         np.fromiter((op[2] for op in ops), dtype=np.int64, count=count),
         np.fromiter((op[3] for op in ops), dtype=np.float64, count=count),
         np.fromiter((op[0] == "drop" for op in ops), dtype=np.bool_, count=count),
+        state.inc,
     )
-    return replace(state, epoch=epoch, out=out, inc=out.transposed(), _adding=threading.Lock())
+    return replace(state, epoch=epoch, out=out, inc=inc, _adding=threading.Lock())

@@ -390,3 +390,53 @@ def test_a_step_setting_and_dropping_thousands_of_edges_is_applied_as_arrays_lik
     assert mirror_maps(state) == mirror_maps(fresh)
     assert state.inc[rows[7]][rows[4_001]] == -0.5
     assert rows[4_000] not in state.inc[rows[7]]
+
+
+@pytest.mark.parametrize("writes", ["weights", "drops", "weights and drops", "new edges"])
+def test_packed_rows_with_many_changes_equal_the_changes_applied_edge_by_edge(
+    writes: str,
+) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(len(writes))
+    n, m = 300, 3_000
+    edges = {
+        (int(a), int(b)): float(w)
+        for a, b, w in zip(
+            rng.integers(1, n, m), rng.integers(1, n, m), rng.uniform(-1, 1, m), strict=True
+        )
+        if a != b
+    }
+    keys = np.array([k[0] for k in edges], dtype=np.int64)
+    others = np.array([k[1] for k in edges], dtype=np.int64)
+    out = PackedRows.from_edges(keys, others, np.array(list(edges.values())))
+    inc = out.transposed()
+    pairs = list(edges)
+    ops: list[tuple[int, int, float, bool]] = []
+    for i in rng.permutation(len(pairs))[:2_000].tolist():
+        source, target = pairs[i]
+        drop = writes == "drops" or (writes == "weights and drops" and i % 3 == 0)
+        ops.append((source, target, round(float(rng.uniform(-1, 1)), 3), drop))
+        if i % 5 == 0:  # written twice: the last write wins
+            ops.append((source, target, 0.125, not drop))
+    if writes == "new edges":
+        ops += [(n + i, 1 + i % 7, 0.5, False) for i in range(50)]
+    expected = dict(edges)
+    for source, target, weight, drop in ops:
+        if drop:
+            expected.pop((source, target), None)
+        else:
+            expected[(source, target)] = weight
+    new_out, new_inc = out.with_changes(
+        np.array([o[0] for o in ops], dtype=np.int64),
+        np.array([o[1] for o in ops], dtype=np.int64),
+        np.array([o[2] for o in ops]),
+        np.array([o[3] for o in ops]),
+        inc,
+    )
+    assert {(s, t): w for s, row in new_out.items() for t, w in row.items()} == expected
+    assert {(s, t): w for t, row in new_inc.items() for s, w in row.items()} == expected
+    if writes != "new edges":  # the transpose carried over, not sorted again
+        assert new_out.pair is not None
+        assert new_out.pair[0] is new_inc
+    assert dict(new_inc) == dict(new_out.transposed())
