@@ -410,13 +410,13 @@ def next_state(base: GraphState, deltas: Iterable[GraphDelta], epoch: int) -> Gr
     at 100k nodes); at a maintain run's rate that was most of the cost. Nothing made
     here is cyclic.
 
-    A run of deltas that only set and drop edges, more of them than a sixteenth of the
+    A run of deltas that only set and drop edges, more of them than a 256th of the
     graph's edges (a maintain run's decay and prune), is applied to packed arrays at
     once (``_bulk``) rather than row by row.
     """
     with _COLLECTOR.paused():
         state = base
-        for bulk, run in _runs(list(deltas), _edge_total(base.out) // 16):
+        for bulk, run in _runs(list(deltas), _edge_total(base.out) // 256):
             if bulk:
                 state = _bulk(state, run, epoch)
             else:
@@ -431,26 +431,26 @@ BULK_MIN: Final = 4_096
 """Edge writes from which a run of edge-only deltas is applied to packed arrays at once."""
 
 
-def _runs(deltas: list[GraphDelta], edges_16th: int) -> Iterator[tuple[bool, list[GraphDelta]]]:
+def _runs(deltas: list[GraphDelta], least: int) -> Iterator[tuple[bool, list[GraphDelta]]]:
     """``deltas`` cut into runs, in order: (applied in bulk, the run)."""
     run: list[GraphDelta] = []
     edge_only = True
     for delta in deltas:
         this = not delta.nodes and all(op[0] in _EDGE_OPS for op in delta.ops)
         if run and this != edge_only:
-            yield _bulky(edge_only, run, edges_16th), run
+            yield _bulky(edge_only, run, least), run
             run = []
         run.append(delta)
         edge_only = this
     if run:
-        yield _bulky(edge_only, run, edges_16th), run
+        yield _bulky(edge_only, run, least), run
 
 
 _EDGE_OPS: Final = frozenset(("edge", "drop"))
 
 
-def _bulky(edge_only: bool, run: list[GraphDelta], edges_16th: int) -> bool:
-    return edge_only and sum(len(d.ops) for d in run) >= max(BULK_MIN, edges_16th)
+def _bulky(edge_only: bool, run: list[GraphDelta], least: int) -> bool:
+    return edge_only and sum(len(d.ops) for d in run) >= max(BULK_MIN, least)
 
 
 def _edge_total(rows: Mapping[int, dict[int, float]]) -> int:
