@@ -13,6 +13,8 @@ Writes are conditional on the row being as the snapshot saw it (an edge's
 ``updated_at``; a node still existing, still without edges): a daemon may
 learn, teach or query between two chunks, and maintenance then skips that row
 rather than overwrite newer state with a value computed from older state.
+Decay and prune's edges are set-based instead (a statement per span of sources,
+``Writer.sweep``): they act on the rows as they are when each statement runs.
 
 Authority (``brain.graph.nodes``): constitutional nodes and every edge touching them
 are never changed by any task; canonical nodes decay at half speed (an edge
