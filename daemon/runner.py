@@ -36,6 +36,7 @@ from daemon.stopping import Shutdown
 if TYPE_CHECKING:
     import anyio.abc
 
+    from brain.lcm.summary_contract import Summarizer
     from daemon.notify import Notifier
     from daemon.server import ByteSource, FrameSink
 
@@ -115,11 +116,12 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
     every other command opens an existing database and refuses another embedder.
     """
     embedder = make_embedder(config)
-    summarizer = None
+    summarizer: Summarizer | None = None
+    chat = None
     if config.llm_base_url and config.llm_model:
         from brain import ChatClient, LLMConfig, LLMSummarizer
 
-        client = ChatClient(
+        chat = ChatClient(
             LLMConfig(
                 base_url=config.llm_base_url,
                 model=config.llm_model,
@@ -128,7 +130,13 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
                 deadline_s=config.provider_deadline_s,
             )
         )
-        summarizer = LLMSummarizer(client, config.llm_model)
+        summarizer = LLMSummarizer(chat, config.llm_model)
+    elif serve:
+        # The offline summarizer is pure Python: in a thread of the daemon it took the
+        # interpreter lock from every reader while a compaction ran (issue 17).
+        from brain.lcm.summary_child import ChildSummarizer
+
+        summarizer = ChildSummarizer(config.brain.compaction.offline_summarizer)
     brain = Brain(
         config.db,
         config.brain,
@@ -137,8 +145,8 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
         create=serve,
         may_switch_embedder=serve and config.embedder_chosen,
     )
-    if summarizer is not None:
-        brain.chat = client
+    if chat is not None:
+        brain.chat = chat
     return brain
 
 

@@ -1,0 +1,191 @@
+"""An offline summarizer run by a child process, so compaction never holds the daemon's GIL.
+
+The offline summarizers are pure Python: a sweep of a 5,000-message tool-heavy
+session spent 40 of its 41 s of CPU in ``brain.lcm.facts`` (cProfile). Run on a
+daemon thread, that Python took the interpreter lock from every reader: a reader
+thread blocked on the lock ~2.3 times per unscoped semantic grep while a
+compaction ran in the same process, and never when the same compaction ran in
+another process (voluntary context switches of the reading thread,
+``getrusage(RUSAGE_THREAD)``; issue 17 saw semantic grep go 18 -> 73 ms and an
+assemble of another session 1.3 -> 33 ms during an 86 s compaction).
+
+:class:`ChildSummarizer` keeps one child (``python -m brain.lcm.summary_child
+NAME``, this ``brain`` package first on its path) started on the first request,
+and sends it each ``SummaryRequest``; the compaction thread waits on the pipe
+with the lock released. The child runs the offline summarizer ``NAME``
+(``brain.lcm.offline``), so its text is the one the thread would have made, and
+the summary keeps that summarizer's name. Requests go one at a time (two
+compactions' summaries took turns on the interpreter lock before, too). A child
+that cannot start, dies or answers garbage is not an error: that request is
+summarised in this process and the next one starts a new child. The child exits
+when its stdin closes (``close``, or this process going away), as a thread would
+have died with the process.
+
+Frames are pickles behind a 4-byte length, between two processes running the
+same code. Tested in tests/brain/lcm/test_summary_child.py.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from brain.lcm.summary_contract import Summarizer, SummaryRequest
+
+__all__ = ["ChildSummarizer", "main"]
+
+_HEADER: Final = struct.Struct(">I")
+_EXIT_WAIT_S: Final = 5.0
+_NAMES: Final = {
+    "default": "facts",
+    "extractive_v1": "extractive",
+    "truncation": "truncation",
+    "random": "random",
+}
+"""Each offline summarizer's ``name`` by its setting (known here without importing it:
+the daemon makes this object before its first answer, and the summarizer loads late)."""
+
+
+class ChildSummarizer:
+    """The offline summarizer ``name`` (see ``brain.lcm.offline``), run in a child process."""
+
+    def __init__(self, name: str = "default") -> None:
+        if name not in _NAMES:
+            from brain.lcm.offline import offline_summarizer
+
+            offline_summarizer(name)  # raises the setting's ValueError
+        self._name_arg = name
+        self.name = _NAMES[name]
+        self._inner: Summarizer | None = None  # this process's own, made when first needed
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._closed = False
+        atexit.register(self.close)
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (None before the first request or after a failure)."""
+        proc = self._proc
+        return None if proc is None or proc.poll() is not None else proc.pid
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """The inner summarizer's text for ``request``, made by the child when it can be."""
+        with self._lock:
+            if not self._closed:
+                text = self._ask(request)
+                if text is not None:
+                    return text
+        if self._inner is None:
+            from brain.lcm.offline import offline_summarizer
+
+            self._inner = offline_summarizer(self._name_arg)
+        return self._inner.summarize(request)
+
+    def close(self) -> None:
+        """End the child (it exits when its stdin closes); later requests run in process."""
+        with self._lock:
+            self._closed = True
+            self._stop()
+
+    def _ask(self, request: SummaryRequest) -> str | None:
+        """The child's answer, or None when there is no working child (it is then dropped)."""
+        try:
+            proc = self._proc if self._proc is not None and self._proc.poll() is None else None
+            if proc is None:
+                self._stop()
+                proc = self._proc = _start(self._name_arg)
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            _send(proc.stdin, request)
+            kind, body = _receive(proc.stdout)
+        except (OSError, EOFError, ValueError, pickle.PickleError):
+            self._stop()
+            return None
+        if kind == "text" and isinstance(body, str):
+            return body
+        if kind == "error" and isinstance(body, BaseException):
+            raise body  # the summarizer's own error, as the thread would have raised it
+        self._stop()
+        return None
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        try:
+            proc.wait(_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _start(name: str) -> subprocess.Popen[bytes]:
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.Popen(
+        [sys.executable, "-m", "brain.lcm.summary_child", name],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        close_fds=True,
+    )
+
+
+def _send(out: IO[bytes], obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_HEADER.pack(len(data)) + data)
+    out.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError("the summarizer child closed its output")
+    (size,) = _HEADER.unpack(header)
+    body = stream.read(size)
+    if len(body) < size:
+        raise EOFError("the summarizer child closed its output mid-frame")
+    return pickle.loads(body)  # noqa: S301 (our own child's frame)
+
+
+def main() -> None:
+    """The child: answer each request frame on stdin with ("text", str) or ("error", exc)
+    until stdin closes."""
+    from brain.lcm.offline import offline_summarizer
+
+    summarizer = offline_summarizer(sys.argv[1] if len(sys.argv) > 1 else "default")
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints go to stderr, never into the frames
+    stdin = sys.stdin.buffer
+    while True:
+        try:
+            request = _receive(stdin)
+        except EOFError:
+            break
+        try:
+            reply: tuple[str, Any] = ("text", summarizer.summarize(request))
+        except Exception as exc:
+            reply = ("error", exc)
+        try:
+            _send(out, reply)
+        except (pickle.PickleError, TypeError, AttributeError):
+            _send(out, ("error", RuntimeError(f"summarizer failed: {reply[1]!r}")))
+    out.close()
+
+
+if __name__ == "__main__":
+    main()
