@@ -242,9 +242,7 @@ def scale_reads(db: Path, log: Path) -> Metrics:
                 params = [{"query": q, "mode": mode, **where} for q in qs]
                 out.update(_timed(client, "grep", params, f"grep_{mode}_{scope}"))
         for scope, where in SCALE_SESSIONS.items():
-            params = [
-                {"prompt": f"what was said about {q}?", "query": q, **where} for q in queries
-            ]
+            params = [{"prompt": f"what was said about {q}?", "query": q, **where} for q in queries]
             out.update(_timed(client, "expand_query", params, f"expand_query_{scope}"))
         for scope in ("small", "big"):
             params = [{**SCALE_SESSIONS[scope], "budget": 8_000}] * SCALE_QUERIES
