@@ -48,6 +48,7 @@ from benches.requests import (
     requests_params,
 )
 from benches.retention import bench_retention, retention_params
+from benches.scale import bench_scale, messages_scale_params
 from benches.startup import (
     bench_db_bytes,
     bench_file_check,
@@ -276,6 +277,18 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "only with --only",
         million_params,
         bench_million,
+        opt_in=True,
+        max_runs=1,
+    ),
+    Bench(
+        "scale",
+        "1M and 3M messages (four 50k sessions interleaved, conversations of 1,000; built "
+        "in process once into $BENCH_SCALE_DIR) through the daemon: cold and warm start, "
+        "first semantic answer, RSS, disk bytes per message by part, grep p50/p95 in every "
+        "mode scoped to 1,000 and 50k messages and unscoped, expand_query, assemble, info; "
+        "the figures docs/architecture.md extrapolates to 10M from; only with --only",
+        messages_scale_params,
+        bench_scale,
         opt_in=True,
         max_runs=1,
     ),

@@ -54,7 +54,7 @@ def _scale_sizes(s: Settings) -> list[int]:
     return [s.n(n, MILLION_BIG * SCALE_BIG_MESSAGES + SCALE_CONVERSATION * 10) for n in sizes]
 
 
-def scale_params(s: Settings) -> dict[str, Any]:
+def messages_scale_params(s: Settings) -> dict[str, Any]:
     """What ``scale`` measures, for the report."""
     return {
         "messages": _scale_sizes(s),

@@ -23,6 +23,7 @@ class Target:
         return f"{self.bench}.{self.metric}"
 
 
+_SCALE_NOTE: Final = "through the daemon at 1M messages (--only scale), issue 17"
 _MILLION_NOTE: Final = "through the daemon at 1M messages (--only million), issue 17"
 TARGETS: Final[tuple[Target, ...]] = (
     Target("ingest_batched", "msgs_per_s", ">=", 20_000),
@@ -110,6 +111,21 @@ TARGETS: Final[tuple[Target, ...]] = (
     Target("million", "grep_hybrid_all_p50_ms", "<=", 50, _MILLION_NOTE),
     Target("million", "expand_query_scoped_p50_ms", "<=", 50, _MILLION_NOTE),
     Target("million", "expand_query_all_p50_ms", "<=", 50, _MILLION_NOTE),
+    Target("scale", "messages_1000000.warm.first_ping_ms", "<=", 500, _SCALE_NOTE),
+    Target("scale", "messages_1000000.warm.first_semantic_ms", "<=", 1000, _SCALE_NOTE),
+    Target("scale", "messages_1000000.grep_full_text_big_p50_ms", "<=", 20, _SCALE_NOTE),
+    Target("scale", "messages_1000000.grep_hybrid_big_p50_ms", "<=", 20, _SCALE_NOTE),
+    Target("scale", "messages_1000000.grep_full_text_all_p50_ms", "<=", 50, _SCALE_NOTE),
+    Target("scale", "messages_1000000.grep_hybrid_all_p50_ms", "<=", 50, _SCALE_NOTE),
+    Target("scale", "messages_1000000.expand_query_big_p50_ms", "<=", 50, _SCALE_NOTE),
+    Target(
+        "scale",
+        "messages_1000000.cold.loading_peak_over_matrix",
+        "<=",
+        1.2,
+        "issue 17: peak RSS while loading <= 1.2x the final matrix (VmHWM after the first "
+        "semantic answer minus VmRSS at the first ping, over the matrix file)",
+    ),
     Target(
         "sweep",
         "per_message_ratio_100k_vs_5k",
