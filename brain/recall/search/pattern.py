@@ -60,28 +60,48 @@ def regex_search(store: Store, options: GrepOptions) -> list[Hit]:
     deadline = time.monotonic() + REGEX_BUDGET_S
     hits: list[Hit] = []
     if options.scope in ("messages", "both"):
-        hits += _scan(store, options, pattern, deadline, _MESSAGE_PAGE, "message")
+        hits += _scan(store, options, pattern, deadline, "message")
     if options.scope in ("summaries", "both") and len(hits) < options.limit:
-        hits += _scan(store, options, pattern, deadline, _SUMMARY_PAGE, "summary")
+        hits += _scan(store, options, pattern, deadline, "summary")
     if options.scope == "files":
         hits += scan_files(store, options, pattern, deadline)
     return hits[: options.limit]
 
 
 _MESSAGE_PAGE: Final = (
-    "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content "
+    "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content, 1 "
     "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-    "WHERE m.id < ? AND (? IS NULL OR m.conversation_id IN (SELECT value FROM json_each(?))) "
-    "AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
+    "WHERE m.id < ? AND m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
     "ORDER BY m.id DESC LIMIT ?"
 )
+_MESSAGE_PAGE_SCOPED: Final = (
+    "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content, "
+    "m.created_at >= ? AND m.created_at < ? AND m.suppressed_at IS NULL "
+    "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+    "WHERE m.id IN (SELECT id FROM messages WHERE id < ? "
+    "AND conversation_id IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT ?) "
+    "ORDER BY m.id DESC"
+)
+"""A scoped page: the next ids of the conversations from their index (rowids ride in
+it), then those rows, each with whether it passes the time and suppression filters
+(the last column; the caller skips those that do not, and pages on by the last id
+either way). Walking the table down from the newest id and filtering on the
+conversation read every newer message of every other session first: 301 ms p50 at
+1M messages for a 1,000-message conversation, past the 1 s budget at 10M."""
 _SUMMARY_PAGE: Final = (
-    "SELECT s.id, s.summary_id, NULL, NULL, s.latest_at, c.session_id, s.content "
+    "SELECT s.id, s.summary_id, NULL, NULL, s.latest_at, c.session_id, s.content, 1 "
     "FROM summaries s JOIN conversations c ON c.id = s.conversation_id "
-    "WHERE s.id < ? AND (? IS NULL OR s.conversation_id IN (SELECT value FROM json_each(?))) "
-    "AND s.latest_at >= ? AND s.earliest_at < ? "
+    "WHERE s.id < ? AND s.latest_at >= ? AND s.earliest_at < ? "
     "AND s.suppressed_at IS NULL AND s.hidden_by IS NULL "
     "ORDER BY s.id DESC LIMIT ?"
+)
+_SUMMARY_PAGE_SCOPED: Final = (
+    "SELECT s.id, s.summary_id, NULL, NULL, s.latest_at, c.session_id, s.content, "
+    "s.latest_at >= ? AND s.earliest_at < ? AND s.suppressed_at IS NULL AND s.hidden_by IS NULL "
+    "FROM summaries s JOIN conversations c ON c.id = s.conversation_id "
+    "WHERE s.id IN (SELECT id FROM summaries WHERE id < ? "
+    "AND conversation_id IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT ?) "
+    "ORDER BY s.id DESC"
 )
 
 
@@ -90,22 +110,25 @@ def _scan(
     options: GrepOptions,
     pattern: Any,
     deadline: float,
-    page_sql: str,
     kind: Literal["message", "summary"],
 ) -> list[Hit]:
-    convs = None if options.conversations is None else orjson.dumps(list(options.conversations))
+    since, before = options.since or "", options.before or "\uffff"
     hits: list[Hit] = []
     cursor_id = 1 << 62
     while len(hits) < options.limit:
-        rows: Sequence[Any] = list(
-            store.execute(
-                page_sql,
-                (cursor_id, convs, convs, options.since or "", options.before or "\uffff", PAGE),
-            )
-        )
+        if options.conversations is None:
+            sql = _MESSAGE_PAGE if kind == "message" else _SUMMARY_PAGE
+            bindings: tuple[Any, ...] = (cursor_id, since, before, PAGE)
+        else:
+            sql = _MESSAGE_PAGE_SCOPED if kind == "message" else _SUMMARY_PAGE_SCOPED
+            convs = orjson.dumps(list(options.conversations)).decode()
+            bindings = (since, before, cursor_id, convs, PAGE)
+        rows: Sequence[Any] = list(store.execute(sql, bindings))
         if not rows:
             break
         for row in rows:
+            if not row[7]:
+                continue  # outside the time window, or suppressed (scoped pages only)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise InvalidInput("query", "regular expression took too long (over 1 s)")
