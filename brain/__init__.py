@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from brain.lcm.ingest import IngestedMessage, IngestResult
     from brain.lcm.llm_summarizer import LLMSummarizer
     from brain.lcm.offline import offline_summarizer
-    from brain.lcm.summary_contract import SourceItem, SummaryRequest
+    from brain.lcm.summary_child import ChildSummarizer
+    from brain.lcm.summary_contract import SourceItem, Summarizer, SummaryRequest
     from brain.ops.doctor import (
         DoctorReport,
         doctor,
@@ -120,6 +121,8 @@ _WHERE: dict[str, str] = {
     "LLMSummarizer": "brain.lcm.llm_summarizer",
     "SourceItem": "brain.lcm.summary_contract",
     "SummaryRequest": "brain.lcm.summary_contract",
+    "Summarizer": "brain.lcm.summary_contract",
+    "ChildSummarizer": "brain.lcm.summary_child",
     "offline_summarizer": "brain.lcm.offline",
     "MAINTAIN_TASKS": "brain.graph.maintain:TASKS",
     "MaintainOptions": "brain.graph.maintain",
@@ -227,6 +230,8 @@ __all__ = [
     "Store",
     "StoreBusy",
     "SummaryRequest",
+    "Summarizer",
+    "ChildSummarizer",
     "TraverseOptions",
     "__version__",
     "compaction_sizes",

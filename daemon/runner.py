@@ -36,7 +36,7 @@ from daemon.stopping import Shutdown
 if TYPE_CHECKING:
     import anyio.abc
 
-    from brain.lcm.summary_contract import Summarizer
+    from brain import Summarizer
     from daemon.notify import Notifier
     from daemon.server import ByteSource, FrameSink
 
@@ -134,7 +134,7 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
     elif serve:
         # The offline summarizer is pure Python: in a thread of the daemon it took the
         # interpreter lock from every reader while a compaction ran (issue 17).
-        from brain.lcm.summary_child import ChildSummarizer
+        from brain import ChildSummarizer
 
         summarizer = ChildSummarizer(config.brain.compaction.offline_summarizer)
     brain = Brain(
