@@ -294,7 +294,7 @@ class Brain:
         from brain.results import SaveResult
 
         started = time.perf_counter()
-        with self._access.locked() as store:
+        with self._access.locked() as store, self._access.checkpoints.paused():
             frames, done = store.checkpoint()
         return SaveResult(frames, done, (time.perf_counter() - started) * 1000)
 
@@ -311,7 +311,7 @@ class Brain:
             if not current.at_path():
                 # Replaced or moved: this file's frames go into it, and the WAL (named
                 # after the path, so about to be shared with the new file) is emptied.
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(Exception), self._access.checkpoints.paused():
                     current.checkpoint(truncate=True)
             try:
                 store = open_store(self.path, self.config, create=False)

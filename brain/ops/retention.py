@@ -397,7 +397,7 @@ class _Pass:
             if step == 0:
                 break
         if freed:
-            with self.access.locked() as store:
+            with self.access.locked() as store, self.access.checkpoints.paused():
                 store.checkpoint()
         return freed
 

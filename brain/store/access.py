@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from brain.config import BrainConfig
 from brain.errors import DatabaseFileLost, DatabaseMissing, StorageError
+from brain.store.checkpoints import Checkpoints
 from brain.store.connection import Store, open_store
 from brain.store.groupsync import GroupSync, deferred
 from brain.store.readpool import ReadPool
@@ -45,6 +46,13 @@ class Access:
         if config.group_commit and config.synchronous in ("FULL", "EXTRA"):
             self.group = GroupSync(self.path.with_name(self.path.name + "-wal"))
             _commit_unsynced(store)
+        self.checkpoints = Checkpoints(
+            self.open_second, soft=int(store.scalar("PRAGMA wal_autocheckpoint"))
+        )
+        """The write connection's WAL checkpoints, in a thread of their own (none
+        when ``wal_autocheckpoint`` is 0: then nothing checkpoints by itself)."""
+        if self.checkpoints.enabled:
+            self.checkpoints.install(store)
         self._readers = (
             ReadPool(self.open_second, config.read_connections)
             if config.read_connections > 0
@@ -178,6 +186,9 @@ class Access:
         if self.group is not None:
             _commit_unsynced(store)
         old, self._store = self._store, store
+        if self.checkpoints.enabled:
+            self.checkpoints.install(store)
+        self.checkpoints.reset()  # its connection read the file opened before
         with contextlib.suppress(Exception):
             old.close()
         if self._readers is not None:
@@ -192,6 +203,7 @@ class Access:
         a moved database, and whatever database is opened at that path next would
         otherwise read this one's pages from it.
         """
+        self.checkpoints.close()
         if self._readers is not None:
             self._readers.close()
         with self.lock:
