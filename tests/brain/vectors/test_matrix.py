@@ -142,3 +142,37 @@ def test_a_restarted_index_searches_through_the_ivf_saved_beside_its_file(
     monkeypatch.setattr(IVF, "build", never)
     again = _index(store, exact_below=10, nprobe=1)
     assert again.search(store, _query("invoice budget"), 10) == want
+
+
+def test_a_repeated_scoped_search_scans_the_base_for_its_scope_once_and_sees_changes(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import brain.vectors.index as index_module
+
+    _fill(store, 40, seed=1, session="s")
+    _fill(store, 30, seed=2, session="t")
+    index = _index(store)
+    assert len(index.search(store, _query("cat"), 100)) == 70  # the base: the mapped file
+    t = int(store.scalar("SELECT id FROM conversations WHERE session_id = 't'"))
+    scans: list[int] = []
+    real = index_module._matching
+
+    def counted(rows: object, *args: object) -> object:
+        scans.append(len(rows))  # type: ignore[arg-type]
+        return real(rows, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_module, "_matching", counted)
+    first = index.search(store, _query("cat"), 100, conversations=[t])
+    assert index.search(store, _query("cat"), 100, conversations=[t]) == first
+    assert len(first) == 30
+    assert [n for n in scans if n] == [70]  # the base once; the (empty) tail each time
+    # Rows added after (the tail) are found; a row dropped (a new base) is not.
+    ingest(store, "t", [MessageIn("user", "cat cat cat late", client_id="late")])
+    assert index.drain(store, HashEmbedder(DIM)) == 1
+    gone = first[0][1]
+    with store.transaction():
+        drop_vectors(store, "message", [gone])
+    again = {row for _, row, _ in index.search(store, _query("cat"), 100, conversations=[t])}
+    assert len(again) == 30
+    assert gone not in again
+    assert store.scalar("SELECT id FROM messages WHERE client_id = 'late'") in again
