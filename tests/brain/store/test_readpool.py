@@ -296,7 +296,9 @@ def test_a_connection_goes_back_to_the_pool_after_a_failed_read(pool: ReadPool) 
 
     with pytest.raises(LookupError):
         failing_read()
-    with pool.read() as store:
+    loan = pool.read_idle()  # the one idle connection (``read`` would open another)
+    assert loan is not None
+    with loan as store:
         assert store is lent[0]
 
 
@@ -334,6 +336,23 @@ def test_an_idle_loan_is_refused_rather_than_waited_for_or_opened(pool: ReadPool
         assert store.scalar("SELECT count(*) FROM meta") is not None
     pool.close()
     assert pool.read_idle() is None
+
+
+def test_a_read_leaves_the_last_idle_connection_to_an_idle_loan(pool: ReadPool) -> None:
+    with pool.read() as first:
+        pass  # opened, then idle again
+    # A background read (the embedding worker looking at a queue) while info asks for
+    # an idle connection: the read opens another rather than take the only idle one.
+    with pool.read() as reading:
+        assert reading is not first
+        loan = pool.read_idle()
+        assert loan is not None
+        with loan as store:
+            assert store is first
+    # Once size connections are open, a read takes an idle one as before.
+    with pool.read() as one, pool.read() as two:
+        assert {one, two} == {first, reading}
+        assert pool.read_idle() is None
 
 
 def test_info_now_answers_from_an_idle_connection_while_a_write_holds_the_lock(
