@@ -12,6 +12,7 @@ the mirror follows the chunks) and by each task's tests.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -20,7 +21,13 @@ from brain.graph.nodes import bump_epoch
 from brain.store.connection import Store
 from brain.vectors.index import note_vectors_changed
 
-__all__ = ["Effect", "Write", "Writer"]
+__all__ = ["SWEEP_REST_MAX_S", "SWEEP_REST_MIN_S", "Effect", "Write", "Writer", "sweep_rest"]
+
+SWEEP_REST_MIN_S = 0.01
+"""The least a sweep rests after each transaction: a writer waiting in SQLite's busy
+handler polls 1, 2, 5, 10 ms apart at first, so it finds the lock free."""
+SWEEP_REST_MAX_S = 0.05
+"""The most: a sweep span held the lock longer, but resting as long would double it."""
 
 
 Write = tuple[str, tuple[Any, ...]]
@@ -125,10 +132,12 @@ class Writer:
             raise ValueError("a dry run plans against the snapshot: it sweeps nothing")
         found = 0
         for bindings in params:
+            started = time.monotonic()
             with self._transaction(True, False):
                 rows = list(self.store.execute(sql, bindings))
                 on_rows(rows)
             found += len(rows)
+            time.sleep(sweep_rest(time.monotonic() - started))
         return found
 
     def group(self, work: Callable[[], int], vectors: bool = False) -> int:
@@ -158,6 +167,17 @@ class Writer:
         if after is not None and self.on_commit is not None:
             self.on_commit(Step(after - 1, after, self.delta))
         self.delta = GraphDelta()
+
+
+def sweep_rest(held: float) -> float:
+    """How long a sweep rests after a transaction that held the write lock ``held`` s.
+
+    Sweep transactions come back to back and each holds the lock for a span of
+    ~20,000 edges; without a gap, a daemon's ingest waiting in the busy handler
+    missed every one and was answered only after the whole run (the maintain e2e
+    test). As long again as it held the lock, within the bounds above.
+    """
+    return min(max(held, SWEEP_REST_MIN_S), SWEEP_REST_MAX_S)
 
 
 class _Partial(Exception):
