@@ -38,8 +38,12 @@ class Embeddings:
         settle_s: float = 0.25,
         max_wait_s: float = 5.0,
         retention_every_s: float = 600.0,
+        embed_share: int = 3,
     ) -> None:
         self.brain = brain
+        self.embed_share = max(1, embed_share)
+        """Embedding batches per batch of the entity index and of the rollups while
+        rows wait to be embedded."""
         self.retention_every_s = retention_every_s
         self._retained_at: float | None = None
         self.batch = batch
@@ -99,18 +103,26 @@ class Embeddings:
         return n
 
     async def _drain(self) -> None:
-        """Drain the three queues in turns, one batch of each a round, until a round finds
-        nothing to do (or a stop).
+        """Drain the three queues in turns until a round finds nothing to do (or a stop):
+        ``embed_share`` embedding batches, then one batch of each other queue (every
+        round once the embedding queue is empty).
 
         In turns, not one queue after the other: while writes keep coming, one queue
         may never empty (the entity index is slower than ingest), and a queue behind
         it would then never be served (at 1M messages, embedding stopped for good
-        once it caught up and the worker moved on to the entity index). A queue that
-        failed waits for the next turn.
+        once it caught up and the worker moved on to the entity index). Embedding gets
+        the larger share: a row costs the entity index ~3x what it costs the static
+        embedder (~170 vs ~55 us of CPU), so one batch each gave embedding 40% of the
+        worker and it fell behind ingest; and a lagging entity index is caught up by
+        the next ``entities`` call, while a row without a vector is missing from
+        semantic search until the worker reaches it. A queue that failed waits for
+        the next turn.
         """
         failed: set[str] = set()
+        turn = 0
         while not self._stopped:
             progress = 0
+            n = 0
             # Abandoned if cancelled: a hung provider must not hold up a stop.
             if "embedding" not in failed:
                 n = await self._step(
@@ -122,6 +134,9 @@ class Embeddings:
                 progress += n
                 if self._errors.get("embedding"):
                     failed.add("embedding")
+            turn += 1
+            if n and turn % self.embed_share:
+                continue  # the other queues' turn comes after embed_share batches
             for what, step in (
                 ("entity indexing", lambda: self.brain.index_entities(1)),
                 ("rollup refresh", lambda: self.brain.refresh_rollups(1).leaves),

@@ -34,3 +34,36 @@ def test_embedding_goes_on_while_the_entity_index_never_catches_up(fresh_brain: 
     # Only the message stored by the last entity batch, after the last embedding one.
     assert brain.embeddings_pending() <= 1
     assert worker.embedded >= 40 + 29
+
+
+def test_embedding_gets_three_batches_for_each_entity_batch_while_both_queues_wait(
+    fresh_brain: Brain,
+) -> None:
+    # A row costs the entity index ~3x what it costs the static embedder: one batch
+    # each let embedding fall behind a steady ingest at 1M messages. Once nothing
+    # waits to be embedded, the entity index gets every round.
+    brain = fresh_brain
+    brain.ingest("s", [MessageIn("user", f"Alice met Bob number {i}") for i in range(200)])
+    calls: list[str] = []
+    embed_pending, index_entities = brain.embed_pending, brain.index_entities
+
+    def embed(batch: int = 256) -> int:
+        calls.append("embed")
+        return embed_pending(batch)
+
+    def entities(batches: int | None = None) -> int:
+        calls.append("entities")
+        return index_entities(batches)
+
+    brain.embed_pending = embed  # type: ignore[method-assign]
+    brain.index_entities = entities  # type: ignore[method-assign]
+    worker = Embeddings(brain, batch=16, settle_s=0, max_wait_s=0)
+
+    async def drain_once() -> None:
+        await worker._drain()
+
+    anyio.run(drain_once)
+    assert brain.embeddings_pending() == 0
+    # 200 rows in batches of 16: 13 batches, then a look that finds none. The entity
+    # index (one batch holds all 200) waits three batches at a time until then.
+    assert calls == ["embed", "embed", "embed", "entities"] * 4 + ["embed", "embed", "entities"]
