@@ -41,7 +41,9 @@ def serve(config: DaemonConfig, args: argparse.Namespace) -> int:
     from daemon.runner import run
     from daemon.stdio import StdinSource, StdoutSink, claim_stdout
     from daemon.stopping import GRACE_S, exit_now_if_stuck
+    from daemon.switching import shorten_switch_interval
 
+    shorten_switch_interval()  # cheap requests must not wait 5 ms for a busy worker
     notifier = Notifier.from_environ()  # read and unset $NOTIFY_SOCKET before anything forks
     sink = StdoutSink(claim_stdout())
     code = 1
@@ -73,7 +75,9 @@ def mcp(config: DaemonConfig, args: argparse.Namespace) -> int:
     from daemon.mcp.runner import run
     from daemon.stdio import StdinSource, StdoutSink, claim_stdout
     from daemon.stopping import GRACE_S, exit_now_if_stuck
+    from daemon.switching import shorten_switch_interval
 
+    shorten_switch_interval()  # as serve: requests must not wait 5 ms for a busy worker
     sink = StdoutSink(claim_stdout())
     code = 1
     try:
