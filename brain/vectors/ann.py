@@ -6,10 +6,12 @@ matrix stays where it is: a search scores the query against the centroids, then
 gathers and scores only the rows of the ``nprobe`` best lists.
 
 The index owns no vectors, only centroids and positions, so the caller's matrix is
-never held twice nor permuted (a rebuild copies nothing). ``build`` trains and
-assigns; ``extended`` assigns rows appended since, with the centroids as they are
+never held twice (a rebuild copies nothing). ``build`` trains and assigns;
+``extended`` assigns rows appended since, with the centroids as they are
 (O(new rows x lists)), so retraining is needed only when the row count has grown
-enough that the number of lists should change.
+enough that the number of lists should change. A caller that stores its rows in
+``order`` (the matrix file, ``brain.vectors.matrix.listed``) uses ``in_list_order``:
+each list is then a contiguous run, scored in place rather than gathered.
 
 Costs at n rows of dim d with about sqrt(n) lists: training O(sample x lists x d x
 iterations) with a sample of ``_PER_LIST`` rows per list; assignment O(n x lists x d);
@@ -67,6 +69,8 @@ Vectors = Callable[[Ints], Matrix]
 """The float32 vectors of the rows at some positions (the caller's rows, dequantised)."""
 Scores = Callable[[Ints], Matrix]
 """The query's scores against the rows at some positions."""
+Run = Callable[[int, int], Matrix]
+"""The query's scores against the rows at positions ``start .. end - 1``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,10 @@ class IVF:
     centroids: Matrix
     offsets: Ints
     order: Ints
+    listed: bool = False
+    """The caller's rows are stored in list order (``order`` is ``0 .. rows - 1``): list
+    ``j`` is the contiguous run ``offsets[j]:offsets[j + 1]``, which a search scores
+    in place instead of gathering its rows (half the CPU at 1M rows)."""
 
     @property
     def lists(self) -> int:
@@ -111,18 +119,45 @@ class IVF:
     def extended(self, n: int, vectors: Vectors) -> IVF:
         """This index over the caller's first ``n`` rows: rows from ``self.rows`` on are
         assigned to the lists as they are (centroids unchanged)."""
-        labels = np.zeros(self.rows, dtype=np.int64)
+        labels = np.empty(self.rows, dtype=np.int64)
         labels[self.order] = np.repeat(np.arange(self.lists, dtype=np.int64), np.diff(self.offsets))
         new = _assign(self.rows, n, vectors, self.centroids)
         return IVF._layout(self.centroids, np.concatenate([labels, new]))
 
-    def search(self, score: Scores, query: Matrix, k: int, nprobe: int) -> tuple[Ints, Matrix]:
+    def in_list_order(self) -> IVF:
+        """This index once the caller has stored its rows in ``order`` (list by list):
+        the same lists, each a contiguous run of positions."""
+        return IVF(self.centroids, self.offsets, np.arange(self.rows, dtype=np.int64), True)
+
+    def search(
+        self,
+        score: Scores,
+        query: Matrix,
+        k: int,
+        nprobe: int,
+        run: Run | None = None,
+    ) -> tuple[Ints, Matrix]:
         """Positions (the caller's) and scores of the approximate top ``k``, best first.
 
-        Exact when ``nprobe`` covers every list.
+        Exact when ``nprobe`` covers every list. ``run`` scores a contiguous run of
+        positions in place; a ``listed`` index uses it for each probed list.
         """
         nprobe = max(1, min(nprobe, self.lists))
         probed = top_k(self.centroids @ query, nprobe)
+        if self.listed and run is not None:
+            bounds = sorted(
+                (s, e)
+                for s, e in zip(
+                    self.offsets[probed].tolist(), self.offsets[probed + 1].tolist(), strict=True
+                )
+                if e > s
+            )
+            if not bounds:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            positions = np.concatenate([np.arange(s, e, dtype=np.int64) for s, e in bounds])
+            scores = np.concatenate([run(s, e) for s, e in bounds])
+            best = top_k(scores, k)
+            return positions[best], scores[best]
         spans = [
             self.order[s:e]
             for s, e in zip(

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -52,6 +52,7 @@ from brain.vectors.matrix import (
     folded,
     gone,
     last_row,
+    listed,
     load,
     load_ivf,
     read_since,
@@ -70,6 +71,8 @@ __all__ = [
     "stored_identity",
     "text_hash",
 ]
+
+Positions = npt.NDArray[np.int64]
 
 EXACT_BELOW: Final = 200_000
 """Unscoped searches are exact below this many rows (~5 ms at dim 256), IVF above."""
@@ -125,6 +128,7 @@ class VectorIndex:
         self._file = file
         self._path: Path | None = None  # the matrix file (None: rows held in memory)
         self._base_key: tuple[int, ...] | None = None  # (max_id, *gone) of the base's file
+        self._layout: str | None = None  # the base file's row order (matrix.Loaded.layout)
         # The IVF index covers base rows [0, _ivf.rows); the rest are scanned exactly.
         self._exact_below = exact_below
         self._approximate_below = exact_below if approximate_below is None else approximate_below
@@ -397,7 +401,9 @@ class VectorIndex:
             best_of(tail, None, len(base))
         else:
             nprobe = self._nprobe or default_nprobe(ivf.lists)
-            at, scores = ivf.search(lambda p: base.score(q, p), q, k, nprobe)
+            at, scores = ivf.search(
+                lambda p: base.score(q, p), q, k, nprobe, lambda s, e: base.score_run(q, s, e)
+            )
             found.append((base, at, scores, 0))
             rest = base.tail_from(ivf.rows)
             best_of(rest, None, ivf.rows)
@@ -472,15 +478,19 @@ class VectorIndex:
             if not fold and not build:
                 return
             self._idle.clear()
+            # An IVF over a file rewrites it in list order: the tail goes in with it
+            # (the file's header then names the newest row, as after any fold).
+            relayout = build and self._path is not None
             job = _Job(
                 self._generation,
                 self._base,
-                self._tail.view() if fold else None,
+                self._tail.view() if fold or relayout else None,
                 self._max_id,
                 self._gone or (),
                 self._last,
                 self._path,
                 self._base_key,
+                self._layout,
             )
         if self._background:
             threading.Thread(
@@ -492,12 +502,41 @@ class VectorIndex:
     def _rebuild(self, job: _Job) -> None:
         """Fold and (re)build the IVF for a snapshot, then swap them in if still current.
 
-        Runs without the lock: searches go on over the old base, tail and index.
+        With a matrix file and an IVF, the file is written in the IVF's list order
+        (base and tail together when folding; the base alone when an IVF was built
+        over a file in id order), so a search scores each probed list in place. The
+        IVF is computed first, over base and tail as they are, so a fold writes the
+        file once. Runs without the lock: searches go on over the old base, tail and
+        index.
         """
         try:
-            base, path, key = job.base, job.path, job.base_key
-            if job.tail is not None:
-                key = (job.max_id, *job.gone)
+            base, path, key, layout = job.base, job.path, job.base_key, job.layout
+            parts = (job.base,) if job.tail is None else (job.base, job.tail)
+            n = sum(len(p) for p in parts)
+            ivf, trained = self._ivf, self._trained_rows
+            moved = job.tail is not None  # the base changes (a fold, or a new row order)
+            if n >= max(1, self._ivf_from):
+                vectors = _vectors_of(parts)
+                if ivf is None or n > 2 * trained:
+                    ivf, trained = IVF.build(n, vectors), n
+                elif ivf.rows < n:
+                    ivf = ivf.extended(n, vectors)
+                if path is not None and not ivf.listed:
+                    try:
+                        base, layout = listed(
+                            path,
+                            self.kinds,
+                            parts,
+                            ivf.order,
+                            max_id=job.max_id,
+                            gone=job.gone,
+                            last=job.last,
+                        )
+                        key, ivf, moved = (job.max_id, *job.gone), ivf.in_list_order(), True
+                    except OSError:
+                        pass  # not writable: fold (below) or keep the base as it is
+            if job.tail is not None and not (moved and base is not job.base):
+                key, layout = (job.max_id, *job.gone), None
                 base, path = folded(
                     job.path,
                     self.kinds,
@@ -507,22 +546,18 @@ class VectorIndex:
                     gone=job.gone,
                     last=job.last,
                 )
-            n = len(base)
-            ivf, trained = self._ivf, self._trained_rows
-            if n >= max(1, self._ivf_from):
-                if ivf is None or n > 2 * trained:
-                    ivf, trained = IVF.build(n, base.vectors), n
-                elif ivf.rows < n:
-                    ivf = ivf.extended(n, base.vectors)
-                if path is not None and key is not None and ivf is not self._ivf:
-                    with contextlib.suppress(OSError):
-                        save_ivf(path, ivf, trained, key)
+            if ivf is not None and ivf.rows > len(base):
+                ivf, trained = self._ivf, self._trained_rows  # could not fold: as before
+            if ivf is not None and path is not None and key is not None and ivf is not self._ivf:
+                with contextlib.suppress(OSError):
+                    save_ivf(path, ivf, trained, key, layout)
             with self._lock:
                 if self._generation != job.generation:
                     return  # reloaded meanwhile: these rows may be stale
-                if job.tail is not None:
-                    self._base, self._path = base, path
+                if moved:
+                    self._base, self._path, self._layout = base, path, layout
                     self._base_key = key if path is not None else None
+                if job.tail is not None:
                     self._tail.drop_first(len(job.tail))
                 self._ivf, self._trained_rows = ivf, trained
         finally:
@@ -556,10 +591,10 @@ class VectorIndex:
             # The IVF saved beside the file, if built for it; else built on a later search.
             saved = None
             if key is not None and len(loaded.rows) >= max(1, self._ivf_from):
-                saved = load_ivf(loaded.path, key, len(loaded.rows))  # type: ignore[arg-type]
+                saved = load_ivf(loaded.path, key, len(loaded.rows), loaded.layout)  # type: ignore[arg-type]
             with self._lock:
                 self._base, self._path, self._tail = loaded.rows, loaded.path, tail
-                self._base_key = key
+                self._base_key, self._layout = key, loaded.layout
                 self._gone, self._max_id, self._last = loaded.gone, top, last
                 self._epoch = epoch
                 self._ivf, self._trained_rows = saved or (None, 0)
@@ -569,7 +604,17 @@ class VectorIndex:
 class _Job:
     """What a fold or IVF build works on: a snapshot taken under the index's lock."""
 
-    __slots__ = ("base", "base_key", "generation", "gone", "last", "max_id", "path", "tail")
+    __slots__ = (
+        "base",
+        "base_key",
+        "generation",
+        "gone",
+        "last",
+        "layout",
+        "max_id",
+        "path",
+        "tail",
+    )
 
     def __init__(
         self,
@@ -581,10 +626,29 @@ class _Job:
         last: tuple[str, int, str] | None,
         path: Path | None,
         base_key: tuple[int, ...] | None,
+        layout: str | None,
     ) -> None:
         self.generation, self.base, self.tail = generation, base, tail
         self.max_id, self.gone, self.last, self.path = max_id, gone, last, path
-        self.base_key = base_key
+        self.base_key, self.layout = base_key, layout
+
+
+def _vectors_of(parts: Sequence[Rows]) -> Callable[[Positions], npt.NDArray[np.float32]]:
+    """Rows by position over ``parts`` taken as one (the first part's rows first)."""
+    if len(parts) == 1:
+        return parts[0].vectors
+    starts = np.cumsum([0, *(len(p) for p in parts)])
+
+    def vectors(positions: Positions) -> npt.NDArray[np.float32]:
+        which = np.searchsorted(starts, positions, side="right") - 1
+        out = np.empty((len(positions), parts[0].codes.shape[1]), dtype=np.float32)
+        for i, part in enumerate(parts):
+            mine = which == i
+            if mine.any():
+                out[mine] = part.vectors(positions[mine] - starts[i])
+        return out
+
+    return vectors
 
 
 def _matching(

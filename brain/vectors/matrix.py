@@ -5,7 +5,9 @@ from a derived file next to the database, ``<db>-vectors.<kinds>``, so a process
 starts finds its vectors without reading them from SQLite: mapping costs nothing until
 a search touches the pages, and the kernel shares them between processes. The *tail*
 holds rows read since (appended to growable buffers, doubling). A fold writes base and
-tail to a new file and maps it; rows keep their order, so positions stay valid.
+tail to a new file and maps it; rows keep their order, so positions stay valid, unless
+the index keeps an IVF: then the file is written in its list order (``listed``) and
+the header's ``layout`` token names that order.
 
 The file is a cache, never a second source of truth. Its header records the rows it
 holds: every ``vectors`` row of its kinds with ``id <= max_id`` as of ``gone`` (the
@@ -19,8 +21,9 @@ from. Files are written to a temporary name and renamed over the old one: a proc
 that mapped the old file keeps reading it.
 
 The IVF built over a file's rows is saved beside it (``<file>.ivf``: centroids, list
-offsets, row positions, and the ``max_id`` and counters of the file it was built for),
-so a process that maps the file searches through the index from its first query.
+offsets, row positions unless the file is in list order, and the ``max_id``, counters
+and layout of the file it was built for), so a process that maps the file searches
+through the index from its first query.
 
 Layout: a 4 KiB JSON header, then columns of ``capacity`` rows each (int8 codes,
 float32 scales, int8 kinds, int64 row ids, int64 conversation ids), each aligned to
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -57,6 +61,7 @@ __all__ = [
     "folded",
     "gone",
     "last_row",
+    "listed",
     "load",
     "load_ivf",
     "read_since",
@@ -107,6 +112,14 @@ class Rows:
     def tail_from(self, start: int) -> Rows:
         """Views of the rows from ``start`` on."""
         return Rows(*(column[start:] for column in _columns(self)))
+
+    def take(self, positions: Ints) -> Rows:
+        """Copies of the rows at ``positions``, in that order."""
+        return Rows(*(column[positions] for column in _columns(self)))
+
+    def score_run(self, query: Floats, start: int, end: int) -> Floats:
+        """Dot products of ``query`` with rows ``start .. end - 1``, read in place."""
+        return scores(self.codes[start:end], self.scales[start:end], query)
 
     def score(self, query: Floats, positions: Ints | None = None) -> Floats:
         """Dot products of ``query`` with the rows at ``positions`` (None: every row).
@@ -172,6 +185,9 @@ class Loaded:
     the file is opened again."""
     path: Path | None
     """The file they are mapped from (None: held in memory)."""
+    layout: str | None = None
+    """The file's row order: None for the order of ``vectors.id``, else the token of the
+    IVF whose list order it holds (``listed``; ``load_ivf`` takes only that IVF)."""
 
 
 def cache_path(db_path: Path, kinds: Sequence[Kind]) -> Path:
@@ -246,9 +262,10 @@ def write_file(
     max_id: int,
     gone: tuple[int, ...],
     last: tuple[str, int, str] | None = None,
+    layout: str | None = None,
 ) -> Rows:
     """Write ``parts`` (at most ``capacity`` rows in all) as the matrix file at ``path``;
-    the rows written, mapped from it.
+    the rows written, mapped from it. ``layout``: see ``Loaded.layout``.
 
     Streams: each part is written where its columns go and then dropped. Written to a
     temporary file, mapped, then renamed over ``path``: the mapping is of this file even
@@ -280,6 +297,7 @@ def write_file(
                 "max_id": max_id,
                 "gone": list(gone),
                 "last": list(last) if last is not None else None,
+                "layout": layout,
             }
             raw = orjson.dumps(header)
             if len(raw) > _HEADER:
@@ -343,7 +361,15 @@ def _open(
         return None
     stored = header.get("last")
     last = None if stored is None else (str(stored[0]), int(stored[1]), str(stored[2]))
-    return Loaded(_mapped(path, dim, rows, capacity), max_id, counters, last, path)
+    layout = header.get("layout")
+    return Loaded(
+        _mapped(path, dim, rows, capacity),
+        max_id,
+        counters,
+        last,
+        path,
+        layout if isinstance(layout, str) else None,
+    )
 
 
 def _mapped(path: Path, dim: int, rows: int, capacity: int) -> Rows:
@@ -374,9 +400,12 @@ def last_row(store: Store, max_id: int) -> tuple[str, int, str] | None:
     return None if row is None else (str(row[0]), int(row[1]), str(row[2]))
 
 
-def save_ivf(path: Path, ivf: IVF, trained: int, key: tuple[int, ...]) -> None:
+def save_ivf(
+    path: Path, ivf: IVF, trained: int, key: tuple[int, ...], layout: str | None = None
+) -> None:
     """Write ``ivf`` beside the matrix file at ``path`` (``<file>.ivf``), for the file
-    whose ``(max_id, *gone)`` is ``key``: a process that maps that file starts with it."""
+    whose ``(max_id, *gone)`` is ``key`` and whose row order is ``layout``: a process
+    that maps that file starts with it."""
     target = path.with_name(path.name + ".ivf")
     fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=path.parent)
     try:
@@ -386,7 +415,9 @@ def save_ivf(path: Path, ivf: IVF, trained: int, key: tuple[int, ...]) -> None:
                 key=np.asarray([*key, trained], dtype=np.int64),
                 centroids=ivf.centroids,
                 offsets=ivf.offsets,
-                order=ivf.order,
+                # A listed index's order is every position in turn: not stored.
+                order=np.zeros(0, np.int64) if ivf.listed else ivf.order,
+                layout=np.asarray(layout or ""),
             )
         os.replace(tmp, target)
     except BaseException:
@@ -395,22 +426,80 @@ def save_ivf(path: Path, ivf: IVF, trained: int, key: tuple[int, ...]) -> None:
         raise
 
 
-def load_ivf(path: Path, key: tuple[int, ...], rows: int) -> tuple[IVF, int] | None:
+def load_ivf(
+    path: Path, key: tuple[int, ...], rows: int, layout: str | None = None
+) -> tuple[IVF, int] | None:
     """The IVF saved beside the matrix file at ``path`` if it was built for the file whose
-    ``(max_id, *gone)`` is ``key`` and covers at most its ``rows``; with its trained rows."""
+    ``(max_id, *gone)`` is ``key`` and whose row order is ``layout``, and covers at most
+    its ``rows``; with its trained rows.
+
+    The layout check matters after a crash between writing a file in a new list order
+    and saving its IVF: the old IVF has the same key but points at other rows.
+    """
     try:
         with np.load(path.with_name(path.name + ".ivf"), allow_pickle=False) as saved:
             stored = saved["key"].tolist()
-            ivf = IVF(
-                saved["centroids"].astype(np.float32, copy=False),
-                saved["offsets"].astype(np.int64, copy=False),
-                saved["order"].astype(np.int64, copy=False),
+            saved_layout = str(saved["layout"]) if "layout" in saved.files else ""
+            offsets = saved["offsets"].astype(np.int64, copy=False)
+            listed = saved_layout != ""
+            order = (
+                np.arange(int(offsets[-1]), dtype=np.int64)
+                if listed
+                else saved["order"].astype(np.int64, copy=False)
             )
-    except (OSError, ValueError, KeyError):
+            ivf = IVF(saved["centroids"].astype(np.float32, copy=False), offsets, order, listed)
+    except (OSError, ValueError, KeyError, IndexError):
         return None
-    if stored[:-1] != list(key) or ivf.rows > rows or len(ivf.order) != ivf.rows:
+    if saved_layout != (layout or "") or stored[:-1] != list(key):
+        return None
+    if ivf.rows > rows or len(ivf.order) != ivf.rows or (listed and ivf.rows != rows):
         return None
     return ivf, int(stored[-1])
+
+
+def listed(
+    path: Path,
+    kinds: Sequence[Kind],
+    parts: Sequence[Rows],
+    order: Ints,
+    *,
+    max_id: int,
+    gone: tuple[int, ...],
+    last: tuple[str, int, str] | None,
+) -> tuple[Rows, str]:
+    """The rows of ``parts`` (one position space, the first part's rows first) written
+    to the file at ``path`` in ``order`` (an IVF's, list by list), mapped; with the
+    layout token the file records (``Loaded.layout``).
+
+    Streamed: ``_CHUNK`` rows are gathered at a time. Searches then score each probed
+    list in place: gathering 125k rows scattered over a 1M-row file cost twice the
+    CPU of reading them contiguously.
+    """
+    dim = parts[0].codes.shape[1]
+    starts = np.cumsum([0, *(len(p) for p in parts)])
+    n = int(starts[-1])
+    layout = secrets.token_hex(8)
+
+    def gathered() -> Iterator[Rows]:
+        for at in range(0, len(order), _CHUNK * 4):
+            chunk = order[at : at + _CHUNK * 4]
+            which = np.searchsorted(starts, chunk, side="right") - 1
+            if (which == which[0]).all():
+                yield parts[int(which[0])].take(chunk - starts[which[0]])
+                continue
+            out = Rows(*(np.empty((len(chunk), *c.shape[1:]), c.dtype) for c in _columns(parts[0])))
+            for i, part in enumerate(parts):
+                mine = which == i
+                if mine.any():
+                    taken = part.take(chunk[mine] - starts[i])
+                    for buffer, column in zip(_columns(out), _columns(taken), strict=True):
+                        buffer[mine] = column
+            yield out
+
+    rows = write_file(
+        path, kinds, dim, gathered(), n, max_id=max_id, gone=gone, last=last, layout=layout
+    )
+    return rows, layout
 
 
 def folded(

@@ -83,8 +83,16 @@ def bench_vectors(shared: Shared, work: Path) -> Metrics:
         ivf = IVF.build(count, vectors)
         out[f"{key}ivf_build_s"] = time.perf_counter() - t0
         nprobe = ivf_default_nprobe(ivf.lists)
+        # The matrix file stores an IVF's rows in list order (brain.vectors.matrix.listed):
+        # a probe scores each list in place instead of gathering its rows.
+        lcodes, lscales = codes[ivf.order], scales[ivf.order]
+        listed = ivf.in_list_order()
         exact_ns: list[int] = []
         ivf_ns: list[int] = []
+        listed_ns: list[int] = []
+        ivf_cpu_ns: list[int] = []
+        listed_cpu_ns: list[int] = []
+        same_as_gathered: list[float] = []
         recall: list[float] = []
         recall_int8: list[float] = []
         recall_ivf_f32: list[float] = []
@@ -93,17 +101,32 @@ def bench_vectors(shared: Shared, work: Path) -> Metrics:
             t1 = time.perf_counter_ns()
             exact = exact_top_k(scores(codes, scales, q), 10)
             exact_ns.append(time.perf_counter_ns() - t1)
-            t1 = time.perf_counter_ns()
+            t1, c1 = time.perf_counter_ns(), time.process_time_ns()
             found, _ = ivf.search(
                 lambda p, q=q, c=codes, s=scales: scores(c[p], s[p], q), q, 10, nprobe
             )
             ivf_ns.append(time.perf_counter_ns() - t1)
+            ivf_cpu_ns.append(time.process_time_ns() - c1)
+            t1, c1 = time.perf_counter_ns(), time.process_time_ns()
+            at, _ = listed.search(
+                lambda p, q=q, c=lcodes, s=lscales: scores(c[p], s[p], q),
+                q,
+                10,
+                nprobe,
+                lambda a, b, q=q, c=lcodes, s=lscales: scores(c[a:b], s[a:b], q),
+            )
+            listed_ns.append(time.perf_counter_ns() - t1)
+            listed_cpu_ns.append(time.process_time_ns() - c1)
+            same_as_gathered.append(len(set(ivf.order[at].tolist()) & set(found.tolist())) / 10)
             recall.append(len(truth & set(found.tolist())) / len(truth))
             recall_int8.append(len(truth & set(exact.tolist())) / len(truth))
             recall_ivf_f32.append(len(set(exact.tolist()) & set(found.tolist())) / len(truth))
-        for name, ns in (("exact", exact_ns), ("ivf", ivf_ns)):
+        for name, ns in (("exact", exact_ns), ("ivf", ivf_ns), ("ivf_listed", listed_ns)):
             lat = latency_metrics(ns)
             out[f"{key}{name}_p50_ms"], out[f"{key}{name}_p95_ms"] = lat["p50_ms"], lat["p95_ms"]
+        out[f"{key}ivf_cpu_p50_ms"] = latency_metrics(ivf_cpu_ns)["p50_ms"]
+        out[f"{key}ivf_listed_cpu_p50_ms"] = latency_metrics(listed_cpu_ns)["p50_ms"]
+        out[f"{key}ivf_listed_same_top10_as_gathered"] = statistics.fmean(same_as_gathered)
         out[f"{key}recall_at_10"] = statistics.fmean(recall)
         out[f"{key}int8_exact_recall_at_10"] = statistics.fmean(recall_int8)
         out[f"{key}ivf_vs_int8_exact_recall_at_10"] = statistics.fmean(recall_ivf_f32)

@@ -176,3 +176,88 @@ def test_a_repeated_scoped_search_scans_the_base_for_its_scope_once_and_sees_cha
     assert len(again) == 30
     assert gone not in again
     assert store.scalar("SELECT id FROM messages WHERE client_id = 'late'") in again
+
+
+def _header(path: Path) -> dict[str, object]:
+    import orjson
+
+    with open(path, "rb") as f:
+        header: dict[str, object] = orjson.loads(f.read(4096).rstrip(b" \x00"))
+    return header
+
+
+def test_an_ivf_over_a_file_stores_its_rows_in_list_order_and_scores_each_list_in_place(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fill(store, 200, seed=1, session="a")
+    _fill(store, 100, seed=2, session="b")
+    exact = _index(store, file=False)  # below its IVF threshold: exact
+    index = _index(store, exact_below=50)
+    queries = [_query(t) for t in ("garden rain", "invoice budget kernel", "deploy alpha 1-7")]
+    index.search(store, queries[0], 10)  # loads, builds the IVF, writes the file in its order
+    ivf = index._ivf
+    assert ivf is not None
+    assert ivf.listed
+    assert index._path is not None
+    assert _header(index._path)["layout"]
+    assert index._layout == _header(index._path)["layout"]
+
+    def no_gather(self: matrix.Rows, query: object, positions: object = None) -> object:
+        assert positions is None, "a probe gathered rows by position"
+        return original(self, query, positions)  # type: ignore[arg-type]
+
+    original = matrix.Rows.score
+    monkeypatch.setattr(matrix.Rows, "score", no_gather)
+    # A restarted index maps the file and its saved IVF; probing every list is exact.
+    every_list = _index(store, exact_below=50, nprobe=10**6)
+    conv_b = store.scalar("SELECT id FROM conversations WHERE session_id = 'b'")
+
+    def ranked(hits: list[tuple[str, int, float]]) -> list[tuple[float, str, int]]:
+        # Scores agree to float32 rounding (blocks of another length).
+        return sorted((-round(score, 5), kind, row_id) for kind, row_id, score in hits)
+
+    for q in queries:
+        assert ranked(every_list.search(store, q, 300)) == ranked(exact.search(store, q, 300))
+        top = every_list.search(store, q, 10)
+        assert [s for _, _, s in top] == pytest.approx(
+            [s for _, _, s in exact.search(store, q, 10)]
+        )
+        monkeypatch.setattr(matrix.Rows, "score", original)  # a scope gathers its rows
+        scoped = every_list.search(store, q, 5, conversations=[conv_b])
+        assert ranked(scoped) == ranked(exact.search(store, q, 5, conversations=[conv_b]))
+        monkeypatch.setattr(matrix.Rows, "score", no_gather)
+    assert every_list._ivf is not None
+    assert every_list._ivf.listed
+
+
+def test_an_ivf_saved_for_another_order_of_the_same_rows_is_not_used(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A crash between writing the file in a new list order and saving that order's IVF
+    # leaves the old IVF beside it, with the same rows (key) but other positions.
+    _fill(store, 90)
+    first = _index(store, exact_below=10, nprobe=1)
+    first.search(store, _query("invoice budget"), 10)
+    path, key, ivf = first._path, first._base_key, first._ivf
+    assert path is not None
+    assert key is not None
+    assert ivf is not None
+    layout = first._layout
+    assert matrix.load_ivf(path, key, 90, layout) is not None
+    matrix.save_ivf(path, ivf, 90, key, "an-order-since-replaced")
+    assert matrix.load_ivf(path, key, 90, layout) is None
+    builds: list[int] = []
+    build = IVF.build
+
+    def counted(n: int, *args: object, **kwargs: object) -> IVF:
+        builds.append(n)
+        return build(n, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(IVF, "build", counted)
+    again = _index(store, exact_below=10, nprobe=10**6)
+    hits = again.search(store, _query("invoice budget"), 10)
+    assert builds == [90]  # its own, not the one saved for another order
+    exact = _index(store, file=False).search(store, _query("invoice budget"), 10)
+    assert [h[:2] for h in hits][:3] == [h[:2] for h in exact][:3]
+    assert again._ivf is not None
+    assert again._ivf.listed
