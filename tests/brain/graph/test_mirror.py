@@ -39,6 +39,18 @@ def _nodes(store: Store, n: int) -> list[int]:
     return rows
 
 
+def _chain(store: Store, rows: list[int]) -> None:
+    """Link each of ``rows`` to the next (weight 0.5) in one transaction."""
+    with store.transaction():
+        for source, target in itertools.pairwise(rows):
+            store.execute(
+                "INSERT INTO edges (source, target, weight, kind, updated_at) "
+                "VALUES (?, ?, 0.5, 'learned', '2025-01-01T00:00:00.000Z')",
+                (source, target),
+            )
+        bump_epoch(store)
+
+
 def _write_edge(store: Store, source: int, target: int, weight: float) -> Step:
     """Store an edge in its own transaction; the step it made."""
     with store.transaction():
@@ -289,14 +301,7 @@ def test_steps_changing_more_rows_than_the_fold_leave_the_mirror_as_a_fresh_load
     writer, reader = two
     rows = _nodes(writer, 2_200)  # past the fold: an eighth of the rows, at least 1,024
     graph = Graph()
-    with writer.transaction():
-        for source, target in itertools.pairwise(rows):
-            writer.execute(
-                "INSERT INTO edges (source, target, weight, kind, updated_at) "
-                "VALUES (?, ?, 0.5, 'learned', '2025-01-01T00:00:00.000Z')",
-                (source, target),
-            )
-        bump_epoch(writer)
+    _chain(writer, rows)
     graph.refresh(reader)
     gone = rows[::3]
     with writer.transaction():
@@ -347,14 +352,7 @@ def test_a_step_setting_and_dropping_thousands_of_edges_is_applied_as_arrays_lik
     writer, reader = two
     rows = _nodes(writer, 5_000)
     graph = Graph()
-    with writer.transaction():
-        for source, target in itertools.pairwise(rows):
-            writer.execute(
-                "INSERT INTO edges (source, target, weight, kind, updated_at) "
-                "VALUES (?, ?, 0.5, 'learned', '2025-01-01T00:00:00.000Z')",
-                (source, target),
-            )
-        bump_epoch(writer)
+    _chain(writer, rows)
     graph.refresh(reader)
     graph.advance([_write_edge(writer, rows[0], rows[1], 0.75)])  # a layered row first
     packed = graph.snapshot().out
