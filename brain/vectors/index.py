@@ -590,8 +590,12 @@ class VectorIndex:
             key = None if loaded.path is None else (loaded.max_id, *loaded.gone)
             # The IVF saved beside the file, if built for it; else built on a later search.
             saved = None
-            if key is not None and len(loaded.rows) >= max(1, self._ivf_from):
-                saved = load_ivf(loaded.path, key, len(loaded.rows), loaded.layout)  # type: ignore[arg-type]
+            if (
+                key is not None
+                and loaded.path is not None
+                and len(loaded.rows) >= max(1, self._ivf_from)
+            ):
+                saved = load_ivf(loaded.path, key, len(loaded.rows), loaded.layout)
             with self._lock:
                 self._base, self._path, self._tail = loaded.rows, loaded.path, tail
                 self._base_key, self._layout = key, loaded.layout
