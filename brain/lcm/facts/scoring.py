@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Final
@@ -232,23 +233,23 @@ def favour_topics(clauses: list[Clause]) -> None:
     pet's name, a file being fixed, an error met again, is what the conversation is
     about and what a later question asks; a word said once in passing is less often
     the point. (Applied after ``discount_repeats``: a pasted banner stays discounted.)"""
-    said_in: dict[str, set[int]] = {}
-    for clause in clauses:
-        for key in clause.facts:
-            said_in.setdefault(key, set()).add(clause.source)
-    for clause in clauses:
-        for key, weight in clause.facts.items():
-            clause.facts[key] = weight * (1.0 + _TOPIC_BONUS * math.log(len(said_in[key])))
+    _reweigh_by_sources(clauses, lambda sources: 1.0 + _TOPIC_BONUS * math.log(sources))
 
 
 def favour_rare(clauses: list[Clause]) -> None:
     """In a condensed summary a fact of few children weighs more than one of many: the
     topics are everyone's, the rare detail is what one child alone still holds. (In a
     leaf, rarity is the word's own: ``rarity`` in ``Scorer.clause``.)"""
+    _reweigh_by_sources(clauses, lambda sources: 1.0 + _RARE_BONUS / sources)
+
+
+def _reweigh_by_sources(clauses: list[Clause], factor: Callable[[int], float]) -> None:
+    """Multiply each fact's weight by ``factor(n)``, n = how many sources (messages or
+    children) among ``clauses`` say it."""
     said_in: dict[str, set[int]] = {}
     for clause in clauses:
         for key in clause.facts:
             said_in.setdefault(key, set()).add(clause.source)
     for clause in clauses:
         for key, weight in clause.facts.items():
-            clause.facts[key] = weight * (1.0 + _RARE_BONUS / len(said_in[key]))
+            clause.facts[key] = weight * factor(len(said_in[key]))
