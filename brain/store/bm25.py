@@ -50,9 +50,11 @@ def _brain_bm25(api: apsw.FTS5ExtensionApi, *counts: Any) -> float:
     average, weights = cached
     norm = K1 * (1 - B + B * api.column_size(-1) / average)
     score = 0.0
+    locations = api.phrase_locations
     for phrase, weight in enumerate(weights):
         if weight:
-            hits = sum(len(offsets) for offsets in api.phrase_locations(phrase))
+            # map, not a generator: this runs for every row ranked (~550 a query).
+            hits = sum(map(len, locations(phrase)))
             if hits:
                 score += weight * hits * (K1 + 1) / (hits + norm)
     return -score
