@@ -385,7 +385,27 @@ class VectorIndex:
         if approximate and self._approximate_below < self._ivf_from:
             self._ivf_from = self._approximate_below
         self._refresh(store)
-        self._maybe_rebuild()
+        if not self._background:
+            self._maybe_rebuild()  # built inside this search, which then uses it
+        try:
+            return self._search(query, k, conversations, kinds, approximate=approximate)
+        finally:
+            if self._background:
+                # Once this answer is computed: a build's first seconds (sampling,
+                # training) would otherwise share the CPU with the search that found
+                # it due (a cold start's first answer).
+                self._maybe_rebuild()
+
+    def _search(
+        self,
+        query: npt.NDArray[np.float32],
+        k: int,
+        conversations: Sequence[int] | None,
+        kinds: Sequence[Kind] | None,
+        *,
+        approximate: bool,
+    ) -> list[tuple[Kind, int, float]]:
+        """``search`` over the rows as they are (refreshed by the caller)."""
         with self._lock:
             base, tail, ivf = self._base, self._tail.view(), self._ivf
         if k <= 0 or len(base) + len(tail) == 0:
@@ -603,6 +623,7 @@ class VectorIndex:
                 if moved:
                     self._base, self._path, self._layout = base, path, layout
                     self._base_key = key if path is not None else None
+                    self._forget_scopes()
                 if job.tail is not None:
                     self._tail.drop_first(len(job.tail))
                 self._ivf, self._trained_rows = ivf, trained
@@ -649,6 +670,12 @@ class VectorIndex:
                 self._epoch = epoch
                 self._ivf, self._trained_rows = saved or (None, 0)
                 self._generation += 1
+                self._forget_scopes()
+
+    def _forget_scopes(self) -> None:
+        """Drop the scope caches of a base just replaced (they would keep its mapping,
+        and so its pages, alive until the next scoped search)."""
+        self._scoped = self._gathered = None
 
 
 class _Job:

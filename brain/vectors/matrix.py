@@ -283,10 +283,13 @@ def write_file(
                 # on the next refresh anyway. Never write past the columns.
                 part = whole.head(min(len(whole), capacity - at))
                 k = len(part)
+                if k == 0:
+                    continue
                 for name, column in zip(_NAMES, _columns(part), strict=True):
                     width = column.itemsize * (dim if name == "codes" else 1)
                     out.seek(offsets[name] + at * width)
-                    out.write(np.ascontiguousarray(column).tobytes())
+                    # The array's own buffer: ``tobytes`` would copy each part once more.
+                    out.write(np.ascontiguousarray(column).data.cast("B"))
                 at += k
             header = {
                 "format": _FORMAT,

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from brain import MessageIn, Store
 from brain.lcm.ingest import ingest
+from brain.vectors import index as index_module
 from brain.vectors.ann import IVF, top_k
 from brain.vectors.embedders import HashEmbedder
 from brain.vectors.index import VectorIndex
@@ -122,6 +123,23 @@ def test_top_k_orders_best_first_and_handles_k_beyond_the_length() -> None:
 
 
 # -- VectorIndex above its exact threshold -------------------------------------------
+
+
+def test_building_an_ivf_allocates_less_than_the_int8_rows_it_indexes() -> None:
+    # A cold start builds the IVF while the matrix is mapped: its scratch (a float32
+    # sample, rows x lists scores) counted on top of the loading peak (1.45x at 1M).
+    import tracemalloc
+
+    n, dim = 100_000, 64
+    rows = _unit_rows(np.random.default_rng(3), n, dim)
+    tracemalloc.start()
+    try:
+        ivf = IVF.build(n, lambda p: rows[p])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert ivf.rows == n
+    assert peak < n * dim  # the int8 codes' bytes; a float32 sample alone is 3.2 MB
 
 
 def test_the_ivf_path_probing_every_list_answers_like_the_exact_path(store: Store) -> None:
@@ -243,3 +261,57 @@ def test_an_approximate_search_uses_the_ivf_lists_past_approximate_below_and_oth
     assert index._ivf is not None  # built for the approximate search
     assert len(approximate) < 15  # one probed list of ~9 rows: not every row was scored
     assert index.search(store, query, 15) == exact.search(store, query, 15)
+
+
+def test_a_large_scope_searched_again_answers_from_its_gathered_rows_like_the_first_time(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every scope counts as large, and the gathered rows of one scope fill the budget.
+    monkeypatch.setattr(index_module, "_SCOPE_GATHER_FROM", 1)
+    monkeypatch.setattr(index_module, "_SCOPE_CODES_HELD", 30 * (DIM + 4))
+    _fill(store, 90)
+    index = _index(store, exact_below=10, nprobe=1, background=False)
+    exact = _exact(store)
+    query = _query("budget report meeting")
+    scopes = ([_conversation(store, "s1")], [_conversation(store, "s0")])
+
+    def same(conversations: list[int]) -> None:
+        got = index.search(store, query, 10, conversations)
+        want = exact.search(store, query, 10, conversations)
+        assert [r for _, r, _ in got] == [r for _, r, _ in want]
+        assert [s for _, _, s in got] == pytest.approx([s for _, _, s in want], abs=1e-6)
+
+    for conversations in (*scopes, *scopes):  # each gathered, then the other evicts it
+        same(conversations)
+    # New rows of the scope, folded into a new base: gathered again from it.
+    ingest(store, "s1", [MessageIn("user", "budget report meeting", client_id="late")])
+    assert index.drain(store, HashEmbedder(DIM)) == 1
+    for _ in range(30):
+        ingest(store, "s2", [MessageIn("user", _text(random.Random(_)), client_id=f"f{_}")])
+    while index.drain(store, HashEmbedder(DIM), batch=64):
+        pass
+    late = int(store.scalar("SELECT id FROM messages WHERE client_id = 'late'"))
+    assert index.search(store, query, 1, scopes[0])[0][1] == late
+    same(scopes[0])
+
+
+def test_the_first_search_scores_before_a_background_build_starts(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cold start's first answer does not share the CPU with the IVF build it makes due.
+    _fill(store, 90)
+    index = _index(store, exact_below=10)
+    building_while_scoring: list[bool] = []
+    real_top_k = index_module.top_k
+
+    def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.int64]:
+        building_while_scoring.append(not index.wait_idle(timeout=0))
+        return real_top_k(scores, k)
+
+    monkeypatch.setattr(index_module, "top_k", top_k)
+    assert index.search(store, _query("hiking trail mountain"), 5)
+    assert building_while_scoring
+    assert not any(building_while_scoring)
+    assert index.wait_idle(timeout=30)
+    monkeypatch.setattr(index_module, "top_k", real_top_k)
+    assert index.search(store, _query("hiking trail mountain"), 5)  # now through the IVF
