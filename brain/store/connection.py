@@ -26,6 +26,7 @@ from brain.config import BrainConfig
 from brain.errors import DatabaseFileLost, DatabaseMissing, StorageError, StoreBusy
 from brain.store import bm25
 from brain.store.schema import migrate
+from brain.store.waiting import Waiting
 
 Tracer = Callable[[str, Any], None]
 """Called with (sql, bindings) for every statement the store executes."""
@@ -159,6 +160,10 @@ class Store:
         self._identity = _file_identity(path)
         self.lost = False
         """True once the path stopped naming the opened file (sticky)."""
+        self.waiting = Waiting(path, config.busy_timeout_ms)
+        """This connection's side of ``<db>-waiting``: it says when it waits for the
+        write lock (its busy handler), and a long writer hears who else does."""
+        conn.set_busy_handler(self.waiting.busy)
 
     # -- statements ---------------------------------------------------------
 
@@ -168,6 +173,9 @@ class Store:
             return self.conn.execute(sql, bindings)
         except apsw.BusyError as exc:
             raise StoreBusy("database stayed locked by another process") from exc
+        finally:
+            if self.waiting.flagged:  # it waited: the lock is taken (or given up on)
+                self.waiting.done()
 
     def one(self, sql: str, bindings: Any = None) -> tuple[Any, ...] | None:
         """Return the first row of a statement, or None (the statement is finished either way,
@@ -190,6 +198,9 @@ class Store:
             return self.conn.executemany(sql, rows)
         except apsw.BusyError as exc:
             raise StoreBusy("database stayed locked by another process") from exc
+        finally:
+            if self.waiting.flagged:
+                self.waiting.done()
 
     def last_rowid(self) -> int:
         """The rowid of the last row this connection inserted."""
@@ -333,6 +344,7 @@ class Store:
     def close(self) -> None:
         """Close the connection (safe to call twice)."""
         self.conn.close()
+        self.waiting.close()
 
 
 def _set_up(conn: apsw.Connection, config: BrainConfig) -> None:

@@ -63,7 +63,7 @@ def test_open_store_applies_every_setup_step(db_path: Path) -> None:
     try:
         assert store.scalar("PRAGMA journal_mode") == "wal"
         assert store.scalar("PRAGMA foreign_keys") == 1
-        assert store.scalar("PRAGMA busy_timeout") == 1234
+        assert store.waiting.timeout_s == 1.234  # its busy handler's (PRAGMA busy_timeout: 0)
         assert store.scalar("PRAGMA synchronous") == 1  # NORMAL
         assert str(store.scalar("SELECT vec_version()")).startswith("v")
         assert store.scalar("PRAGMA journal_size_limit") == 4 * 1024 * 1024
@@ -77,7 +77,7 @@ def test_default_config_uses_full_synchronous_and_five_second_busy_timeout(db_pa
     store = open_store(db_path)
     try:
         assert store.scalar("PRAGMA synchronous") == 2  # FULL
-        assert store.scalar("PRAGMA busy_timeout") == 5000
+        assert store.waiting.timeout_s == 5.0
     finally:
         store.close()
 
@@ -86,8 +86,8 @@ def test_every_connection_gets_its_own_setup(db_path: Path) -> None:
     first = open_store(db_path, BrainConfig(busy_timeout_ms=100))
     second = open_store(db_path, BrainConfig(busy_timeout_ms=200))
     try:
-        assert first.scalar("PRAGMA busy_timeout") == 100
-        assert second.scalar("PRAGMA busy_timeout") == 200
+        assert first.waiting.timeout_s == 0.1
+        assert second.waiting.timeout_s == 0.2
         assert second.scalar("PRAGMA foreign_keys") == 1
         assert str(second.scalar("SELECT vec_version()")).startswith("v")
     finally:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import tempfile
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -429,3 +431,61 @@ def test_a_run_commits_its_chunks_unsynced_and_fsyncs_the_wal_once_before_it_ret
     assert during == [1, 1, 1]  # NORMAL: ~2.5 ms of disk wait saved per chunk
     assert fsyncs == [1]
     assert g.store.scalar("PRAGMA synchronous") == level
+
+
+def test_a_run_with_no_writer_waiting_never_rests_between_its_transactions(
+    g: G, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(9):
+        g.node(f"n{i}")
+    for i in range(8):
+        g.edge(f"n{i}", f"n{i + 1}", 0.8)
+    rests: list[float] = []
+    monkeypatch.setattr("brain.graph.maintain.writer.time.sleep", rests.append)
+    report = maintain(
+        g.store, tasks=["decay", "prune"], options=MaintainOptions(sweep=2), now=T0 + 400 * DAY
+    )
+    assert report.tasks["decay"]["decayed"] == 8
+    assert report.tasks["prune"]["edges"] == 8
+    assert rests == []
+
+
+def test_a_writer_waiting_during_a_sweep_gets_in_between_two_of_its_transactions(
+    g: G, db_path: Path
+) -> None:
+    for i in range(9):
+        g.node(f"n{i}")
+    for i in range(8):
+        g.edge(f"n{i}", f"n{i + 1}", 0.8)
+    other = open_store(db_path, BrainConfig(busy_timeout_ms=10_000))
+    order: list[str] = []
+    spans = 0
+
+    def write() -> None:
+        with other.transaction():
+            order.append("theirs")
+
+    writer_thread = threading.Thread(target=write)
+
+    def on_rows(rows: list[tuple[Any, ...]]) -> None:
+        nonlocal spans
+        spans += 1
+        order.append(f"span {spans}")
+        if spans == 1:  # the other writer starts waiting while the first span holds the lock
+            writer_thread.start()
+            deadline = time.monotonic() + 10
+            while not g.store.waiting.anyone():
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+
+    try:
+        writer = Writer(g.store, 500, dry_run=False)
+        params = [(lo, hi) for lo, hi in Snapshot.load(g.store).source_ranges(2)]
+        found = writer.sweep(
+            "SELECT source, target FROM edges WHERE source BETWEEN ?1 AND ?2", params, on_rows
+        )
+        writer_thread.join(10)
+    finally:
+        other.close()
+    assert found == 8
+    assert order[:3] == ["span 1", "theirs", "span 2"]
