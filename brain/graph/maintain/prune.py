@@ -113,10 +113,8 @@ def _prune_edges(snap: Snapshot, writer: Writer, options: MaintainOptions) -> tu
     no_change = orjson.dumps(sorted(constitutional)).decode()
 
     def on_rows(rows: list[tuple[Any, ...]]) -> None:
-        ops = writer.delta.ops
-        for source, target in rows:
-            snap.drop(source, target)
-            ops.append(("drop", source, target, 0.0))
+        snap.drop_many(rows)
+        writer.delta.ops.extend([("drop", s, t, 0.0) for s, t in rows])
 
     deleted = writer.sweep(
         _SWEEP,

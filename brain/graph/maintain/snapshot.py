@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -100,6 +100,14 @@ class Snapshot:
         self.edges.pop((source, target), None)
         self.out.get(source, set()).discard(target)
         self.inc.get(target, set()).discard(source)
+
+    def drop_many(self, pairs: Iterable[tuple[int, int]]) -> None:
+        """Remove edges (those there): ``drop`` inlined, for a prune's 300k at 100k nodes."""
+        pop, out, inc = self.edges.pop, self.out, self.inc
+        for source, target in pairs:
+            if pop((source, target), None) is not None:
+                out[source].discard(target)
+                inc[target].discard(source)
 
     def drop_node(self, row_id: int) -> None:
         """Remove a node and every edge touching it."""
