@@ -111,7 +111,8 @@ class VectorIndex:
         messages and summaries; the graph's holds nodes and summaries). ``file``: keep
         the rows in a matrix file beside the database and map it (False: in memory).
         ``approximate_below``: a search that asks for ``approximate`` answers by IVF from
-        this many rows already (default: ``exact_below``).
+        this many rows already (default: ``exact_below``); the lists are then kept from
+        that many rows, built (in the background) after the index's first search.
         """
         self.dim = dim
         self.kinds: tuple[Kind, ...] = tuple(kinds)
@@ -138,9 +139,10 @@ class VectorIndex:
         # The IVF index covers base rows [0, _ivf.rows); the rest are scanned exactly.
         self._exact_below = exact_below
         self._approximate_below = exact_below if approximate_below is None else approximate_below
-        # Rows from which the IVF is kept: ``approximate_below`` once an approximate
-        # search asked for it (a teach's neighbours), else ``exact_below``.
-        self._ivf_from = exact_below
+        # Rows from which the IVF is kept: ``approximate_below`` when given (the graph's
+        # index: a teach's neighbours come from the lists, so they are built after its
+        # first search, not during the first teaches), else ``exact_below``.
+        self._ivf_from = self._approximate_below
         self._nprobe = nprobe
         self._background = background
         self._ivf: IVF | None = None
@@ -382,8 +384,6 @@ class VectorIndex:
         added since the index was built exactly.
         Scores are those of the int8 rows (``brain.vectors.quantise``).
         """
-        if approximate and self._approximate_below < self._ivf_from:
-            self._ivf_from = self._approximate_below
         self._refresh(store)
         if not self._background:
             self._maybe_rebuild()  # built inside this search, which then uses it
