@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -85,6 +86,12 @@ _SCOPE_GATHER_FROM: Final = 4_096  # scopes of fewer rows are cheap to gather ea
 ScopeKey = tuple[tuple[int, ...] | None, tuple[str, ...] | None]
 _TAIL_FRACTION: Final = 0.2  # tail rows, relative to the base, before a fold (and IVF update)
 _FOLD_MIN: Final = 4096  # below the IVF threshold, fold only tails at least this long
+QUIET_S: Final = 0.5
+"""IVF lists only approximate searches use (the graph's index below ``exact_below``) are
+built once no exact search came for this long (the first queries after a start, which
+the build would slow, answer first)..."""
+QUIET_MAX_S: Final = 5.0
+"""...or after this long at most, however busy the queries keep it."""
 
 
 class VectorIndex:
@@ -148,6 +155,7 @@ class VectorIndex:
         self._ivf: IVF | None = None
         self._trained_rows = 0  # rows the centroids were trained on (retrain at 2x)
         self._generation = 0  # bumped by every reload: an older build is discarded
+        self._searched_at = 0.0  # when the last search ended (a build waits for a pause)
         self._idle = threading.Event()  # set while no build runs
         self._idle.set()
 
@@ -394,6 +402,8 @@ class VectorIndex:
                 # Once this answer is computed: a build's first seconds (sampling,
                 # training) would otherwise share the CPU with the search that found
                 # it due (a cold start's first answer).
+                if not approximate:  # a teach wants the lists: it never holds them off
+                    self._searched_at = time.monotonic()
                 self._maybe_rebuild()
 
     def _search(
@@ -559,11 +569,28 @@ class VectorIndex:
                 self._layout,
             )
         if self._background:
+            # Lists no exact search needs yet wait for a pause in the queries.
+            quiet = build and rows < self._exact_below
             threading.Thread(
-                target=self._rebuild, args=(job,), name="brain-ivf", daemon=True
+                target=self._rebuild_when_quiet if quiet else self._rebuild,
+                args=(job,),
+                name="brain-ivf",
+                daemon=True,
             ).start()
         else:
             self._rebuild(job)
+
+    def _rebuild_when_quiet(self, job: _Job) -> None:
+        """``_rebuild`` once the exact searches pause (``QUIET_S``, at most ``QUIET_MAX_S``).
+
+        A build is a second of CPU at 100k rows, much of it holding the interpreter
+        lock: started by a daemon's warm-up search, it made the first query after a
+        start (a budget of a second) and the next ones slower.
+        """
+        deadline = time.monotonic() + QUIET_MAX_S
+        while (now := time.monotonic()) < deadline and now - self._searched_at < QUIET_S:
+            time.sleep(min(QUIET_S, deadline - now))
+        self._rebuild(job)
 
     def _rebuild(self, job: _Job) -> None:
         """Fold and (re)build the IVF for a snapshot, then swap them in if still current.

@@ -329,3 +329,19 @@ def test_the_graph_index_builds_its_lists_after_its_first_search_before_any_teac
     assert index.wait_idle(timeout=30)
     assert index._ivf is not None  # no approximate search yet
     assert len(index.search(store, query, 15, approximate=True)) < 15  # from the lists
+
+
+def test_lists_only_approximate_searches_use_wait_for_a_pause_in_the_exact_searches(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A daemon's warm-up search started the graph's build as its first query came in.
+    monkeypatch.setattr("brain.vectors.index.QUIET_S", 3_600.0)  # no pause ever comes...
+    monkeypatch.setattr("brain.vectors.index.QUIET_MAX_S", 1.0)  # ...so it waits this long
+    _fill(store, 90)
+    index = _index(store, exact_below=10**9, approximate_below=10, nprobe=1)
+    query = _query("deploy failed")
+    index.search(store, query, 15)
+    index.search(store, query, 15)
+    assert index._ivf is None  # not built while the queries keep coming
+    assert index.wait_idle(timeout=30)
+    assert index._ivf is not None
