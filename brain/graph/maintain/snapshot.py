@@ -14,12 +14,16 @@ import gc
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from itertools import groupby
+from operator import itemgetter
+from typing import Any, Final, NamedTuple
 
 from brain.store.connection import Store
 
 __all__ = ["FULL_COLLECTIONS", "LEARNING_KINDS", "Edge", "FullCollections", "Node", "Snapshot"]
 
+
+_FIRST: Final = itemgetter(0)
 
 LEARNING_KINDS: Final = ("teaching", "correction", "directive")
 """The kinds of node learning makes (merge, prune and connect work on these)."""
@@ -63,29 +67,43 @@ class Snapshot:
 
     @classmethod
     def load(cls, store: Store) -> Snapshot:
-        """Read every node and edge, and count the traces."""
+        """Read every node and edge, and count the traces (one read transaction)."""
+        if store.conn.in_transaction:
+            return cls._read(store)
+        store.execute("BEGIN")  # deferred: the edges read twice are the same edges
+        try:
+            return cls._read(store)
+        finally:
+            store.execute("COMMIT")
+
+    @classmethod
+    def _read(cls, store: Store) -> Snapshot:
         nodes = {
             int(r[0]): Node(int(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4], str(r[5]), r[6])
             for r in store.execute(
                 "SELECT id, node_id, kind, authority, source, created_at, last_fired_at FROM nodes"
             )
         }
-        snap = cls(nodes, {})
-        edges, out, inc = snap.edges, snap.out, snap.inc
-        # ``put`` inlined: a million edges at 100k nodes.
+        # Whole columns at once: the rows, then the edges from them, ``out`` grouped in
+        # the table's (source, target) order and ``inc`` from the target index in its
+        # (target, source) order. An edge at a time (a dict and two set updates) was
+        # 2.4 s of CPU at 100k nodes and a million edges; this is 1.6 s.
         make = tuple.__new__
-        for source, target, *edge in store.execute(
-            "SELECT source, target, weight, kind, updated_at FROM edges"
-        ):
-            edges[(source, target)] = make(Edge, edge)
-            row = out.get(source)
-            if row is None:
-                out[source] = row = set()
-            row.add(target)
-            row = inc.get(target)
-            if row is None:
-                inc[target] = row = set()
-            row.add(source)
+        rows: list[tuple[Any, ...]] = store.execute(
+            "SELECT source, target, weight, kind, updated_at FROM edges ORDER BY source, target"
+        ).fetchall()
+        keys: list[tuple[int, int]] = [(r[0], r[1]) for r in rows]
+        edges = dict(zip(keys, [make(Edge, r[2:]) for r in rows], strict=True))
+        del rows
+        out = {source: {t for _, t in group} for source, group in groupby(keys, _FIRST)}
+        del keys
+        inc = {
+            target: {s for _, s in group}
+            for target, group in groupby(
+                store.execute("SELECT target, source FROM edges ORDER BY target, source"), _FIRST
+            )
+        }
+        snap = cls(nodes, edges, out, inc)
         snap.traces = int(store.scalar("SELECT count(*) FROM traces"))
         return snap
 
