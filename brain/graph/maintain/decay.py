@@ -38,6 +38,14 @@ _SWEEP: Final = (
     "RETURNING source, target, weight, kind"
 )
 """Decay of one span of sources: the formula of ``_planned``, computed by SQLite."""
+_PLAIN: Final = (
+    f"UPDATE edges SET weight = weight * pow(0.5, {_ELAPSED_US} / 1000000.0 / ?2), "  # noqa: S608
+    "updated_at = ?4 WHERE source BETWEEN ?5 AND ?6 "
+    f"AND {_ELAPSED_US} > 0 AND abs(weight - weight * pow(0.5, {_ELAPSED_US} / 1000000.0 / ?2)) "
+    ">= ?8 RETURNING source, target, weight, kind"
+)
+"""``_SWEEP`` for a graph without canonical or constitutional nodes (the same numbers:
+``?2 * 1`` is ``?2``), without the two membership tests per edge (a seventh of its CPU)."""
 
 
 def decay(
@@ -77,7 +85,7 @@ def decay(
     )
     no_change = orjson.dumps(sorted(constitutional)).decode()
     changed = writer.sweep(
-        _SWEEP,
+        _SWEEP if canonicals or constitutional else _PLAIN,
         [
             (*shared, lo, hi, no_change, options.min_decay)
             for lo, hi in snap.source_ranges(options.sweep)
