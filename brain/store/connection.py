@@ -326,6 +326,9 @@ class Store:
             log, done = self.conn.wal_checkpoint(mode=mode)
         except apsw.BusyError as exc:
             raise StoreBusy("checkpoint blocked by another process") from exc
+        finally:
+            if self.waiting.flagged:  # a truncating checkpoint waits in the busy handler
+                self.waiting.done()
         return int(log), int(done)
 
     def probe(self) -> None:

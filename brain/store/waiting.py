@@ -29,15 +29,17 @@ import time
 from pathlib import Path
 from typing import Final
 
-__all__ = ["LET_THROUGH_MAX_S", "POLL_S", "Waiting", "waiting_path"]
+__all__ = ["IGNORE_AFTER_STUCK_S", "LET_THROUGH_MAX_S", "POLL_S", "Waiting", "waiting_path"]
 
 POLL_S: Final = (0.0005, 0.001, 0.002, 0.005)
 """How long a waiting writer sleeps between tries of the lock: short at first (a long
 writer's gap is short), then every 5 ms (SQLite's own handler slept up to 100 ms)."""
 LET_THROUGH_MAX_S: Final = 1.0
-"""The longest a long writer holds back for the waiting ones after a commit: a writer
-that said it waits and then never took the lock (its process stopped) costs this
-much, once per transaction, and nothing more."""
+"""The longest a long writer holds back for the waiting ones after a commit..."""
+IGNORE_AFTER_STUCK_S: Final = 10.0
+"""...and for this long after it held back that long in vain, it does not hold back:
+a waiter that never takes the lock (its process stopped in the busy handler) costs
+a long writer a tenth of its time at most."""
 
 
 def waiting_path(db_path: Path) -> Path:
@@ -55,6 +57,7 @@ class Waiting:
         """Whether this connection holds the shared lock (it said it waits)."""
         self._fd: int | None = None
         self._started = 0.0
+        self._ignore_until = 0.0
         self.usable = True
         """False once the file could not be made: waits are not heard."""
 
@@ -107,9 +110,15 @@ class Waiting:
         the lock), at most ``LET_THROUGH_MAX_S``; whether anyone waited."""
         if not self.anyone():
             return False
-        deadline = time.monotonic() + LET_THROUGH_MAX_S
+        now = time.monotonic()
+        if now < self._ignore_until:
+            return True
+        deadline = now + LET_THROUGH_MAX_S
         pause = POLL_S[0]
-        while self.anyone() and time.monotonic() < deadline:
+        while self.anyone():
+            if time.monotonic() >= deadline:
+                self._ignore_until = time.monotonic() + IGNORE_AFTER_STUCK_S
+                break
             time.sleep(pause)
             pause = min(pause * 2, POLL_S[-1])
         return True

@@ -107,3 +107,46 @@ def test_a_directory_where_the_file_cannot_be_made_leaves_waits_unheard(
     assert waiting.busy(0) is True  # still waits as SQLite would
     assert waiting.flagged is False
     waiting.close()
+
+
+def test_a_waiter_that_never_takes_the_lock_holds_a_long_writer_back_once_not_every_commit(
+    store: Store, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("brain.store.waiting.LET_THROUGH_MAX_S", 0.05)
+    stuck = open_store(db_path)
+    try:
+        stuck.waiting.busy(0)  # said it waits, then stopped (a process frozen in its handler)
+        assert stuck.waiting.flagged
+        slept: list[float] = []
+        real_sleep = time.sleep
+        monkeypatch.setattr(
+            "brain.store.waiting.time.sleep", lambda s: (slept.append(s), real_sleep(s))
+        )
+        assert store.waiting.let_through() is True  # held back until LET_THROUGH_MAX_S
+        held = len(slept)
+        assert held > 0
+        for _ in range(5):
+            assert store.waiting.let_through() is True  # heard, but not waited for again
+        assert len(slept) == held
+    finally:
+        stuck.close()
+    assert not store.waiting.anyone()  # closing released it
+
+
+def test_a_truncating_checkpoint_that_waited_no_longer_says_it_waits(
+    store: Store, db_path: Path
+) -> None:
+    other = open_store(db_path, BrainConfig(busy_timeout_ms=20))
+    try:
+        store.execute("INSERT INTO meta (key, value) VALUES ('k', 'v')")
+        store.execute("BEGIN")
+        store.scalar("SELECT count(*) FROM meta")  # a reader holds the WAL's frames
+        try:
+            with pytest.raises(StoreBusy):
+                other.checkpoint(truncate=True)
+        finally:
+            store.execute("COMMIT")
+        assert not other.waiting.flagged
+        assert not store.waiting.anyone()
+    finally:
+        other.close()
