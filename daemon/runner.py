@@ -26,6 +26,7 @@ from brain import (
     OpenAIEmbedderConfig,
     default_embedder,
 )
+from brain.vectors.embed_child import ChildStaticEmbedder
 from daemon.config import DaemonConfig
 from daemon.context import Context
 from daemon.logs import log
@@ -79,8 +80,14 @@ class AutoSaver:
             log.debug("auto-saved", writes=writes, wal_frames=result.wal_frames)
 
 
-def make_embedder(config: DaemonConfig) -> Embedder:
-    """The embedder ``config.embedder`` names; raises ``RuntimeError`` if it cannot run here."""
+def make_embedder(config: DaemonConfig, *, serve: bool = False) -> Embedder:
+    """The embedder ``config.embedder`` names; raises ``RuntimeError`` if it cannot run here.
+
+    ``serve``: for a serving daemon, whose background worker embeds backlogs of
+    thousands of rows: the static embedder then embeds its large batches in a child
+    process (``brain.vectors.embed_child``), off the interpreter lock the event loop
+    answers ``ping`` and ``info`` with; its vectors and identity are the same.
+    """
     if config.embedder == "hash":
         return HashEmbedder()
     if config.embedder == "onnx":
@@ -105,6 +112,8 @@ def make_embedder(config: DaemonConfig) -> Embedder:
                 deadline_s=config.provider_deadline_s,
             )
         )
+    if serve:
+        return ChildStaticEmbedder()
     return default_embedder()
 
 
@@ -115,7 +124,7 @@ def open_brain(config: DaemonConfig, *, serve: bool = False) -> Brain:
     when its embedder was chosen explicitly, switches the stored vectors to it;
     every other command opens an existing database and refuses another embedder.
     """
-    embedder = make_embedder(config)
+    embedder = make_embedder(config, serve=serve)
     summarizer: Summarizer | None = None
     chat = None
     if config.llm_base_url and config.llm_model:
@@ -270,6 +279,10 @@ async def close_engine(context: Context) -> None:
         closed = True
     if not closed:
         log.warning("engine close timed out; committed work is in the WAL", db=str(brain.path))
+    embedder = brain.embedder
+    if isinstance(embedder, ChildStaticEmbedder):  # its child ends with the engine
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(embedder.close, abandon_on_cancel=True)
     log.info("closed", db=str(brain.path), writes=context.writes, abandoned=shutdown.abandoned)
     if context.lost is not None:
         raise context.lost

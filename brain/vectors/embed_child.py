@@ -1,0 +1,208 @@
+"""The static embedder's large batches made by a child process, off the daemon's GIL.
+
+The static embedder (``StaticEmbedder``) is Python and small numpy calls: ~15 us of
+tokenizer bookkeeping and ~20 us of gathering and averaging token rows per chat
+message, almost all of it holding the interpreter lock. Run by the daemon's
+background worker, a backlog of thousands of rows kept that lock from the event
+loop (``ping`` and ``info`` waited for it, up to the switch interval each time) and
+from the threads ingest runs on, and it could only ever use the core the rest of
+the daemon was using: the 1M-message build embedded 875 vectors/s against ingest's
+920 messages/s.
+
+:class:`ChildStaticEmbedder` is a ``StaticEmbedder`` (same ``name``, ``dim`` and
+vectors: the child runs the same code, so nothing is re-embedded and the stored
+identity stays) whose batches of at least ``min_batch`` texts are embedded by one
+child (``python -m brain.vectors.embed_child``, this ``brain`` package first on
+its path), started on the first such batch and kept. The calling thread waits on
+the pipe with the lock released. Smaller batches (a query, a host's one message)
+are embedded here as before: a round trip to the child costs more than they do.
+A child that cannot start, dies or answers garbage is not an error: that batch is
+embedded in this process and the next large one starts a new child. The child
+exits when its stdin closes (``close``, or this process going away).
+
+Frames: a 4-byte length, then a pickled list of texts one way and the rows' raw
+float32 bytes (or a pickled error) the other, between two processes running the
+same code. Tested in tests/brain/vectors/test_embed_child.py and, through the
+daemon, tests/e2e/test_embed_child.py.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Final
+
+from brain.vectors.embedders import StaticEmbedder
+
+if TYPE_CHECKING:
+    from brain.vectors.embedders import Matrix
+
+__all__ = ["ChildStaticEmbedder", "main"]
+
+_HEADER: Final = struct.Struct(">I")
+_EXIT_WAIT_S: Final = 5.0
+_CLOSE_WAIT_S: Final = 1.0
+_ROWS: Final = b"R"
+_ERROR: Final = b"E"
+MIN_BATCH: Final = 256
+"""Texts from which a batch goes to the child: ~9 ms of embedding here, against a
+round trip of well under a millisecond; small enough for every batch of a backlog
+(the worker takes 1,024 rows), large enough that a host's messages and every query
+stay in process."""
+
+
+class ChildStaticEmbedder(StaticEmbedder):
+    """``StaticEmbedder`` whose batches of ``min_batch`` texts or more a child process embeds."""
+
+    def __init__(self, batch_size: int = 4096, *, min_batch: int = MIN_BATCH) -> None:
+        super().__init__(batch_size)
+        self.min_batch = max(1, min_batch)
+        self._child_lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._closed = False
+        atexit.register(self.close)
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (None before the first large batch or after a failure)."""
+        proc = self._proc
+        return None if proc is None or proc.poll() is not None else proc.pid
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Embed ``texts`` (see ``StaticEmbedder.embed``); large batches in the child."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not a single string")
+        if len(texts) >= self.min_batch:
+            with self._child_lock:
+                rows = None if self._closed else self._ask(list(texts))
+            if rows is not None:
+                return rows
+        return super().embed(texts)
+
+    def close(self) -> None:
+        """End the child (it exits when its stdin closes); later batches embed in process.
+
+        Never waits long for a batch in flight: a thread abandoned by a stopping
+        daemon may hold the child, and the stop must not wait for it. The child is
+        killed then, and that thread embeds its batch in process (or is gone).
+        """
+        self._closed = True
+        if self._child_lock.acquire(timeout=_CLOSE_WAIT_S):
+            try:
+                self._stop()
+            finally:
+                self._child_lock.release()
+            return
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+
+    def _ask(self, texts: list[str]) -> Matrix | None:
+        """The child's rows for ``texts``, or None when there is no working child (dropped)."""
+        import numpy as np
+
+        try:
+            proc = self._proc if self._proc is not None and self._proc.poll() is None else None
+            if proc is None:
+                self._stop()
+                proc = self._proc = _start()
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            _send(proc.stdin, pickle.dumps(texts, protocol=pickle.HIGHEST_PROTOCOL))
+            body = _receive(proc.stdout)
+        except (OSError, EOFError, ValueError):
+            self._stop()
+            return None
+        if body[:1] == _ROWS and len(body) - 1 == len(texts) * self.dim * 4:
+            rows: Matrix = np.frombuffer(body, dtype=np.float32, offset=1).reshape(
+                len(texts), self.dim
+            )
+            return rows.copy()  # writable, as the in-process result is
+        error: object = None
+        if body[:1] == _ERROR:
+            with contextlib.suppress(Exception):
+                error = pickle.loads(body[1:])  # noqa: S301 (our own child's frame)
+        if isinstance(error, Exception):
+            raise error  # the embedder's own error, as this process would have raised it
+        self._stop()
+        return None
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        try:
+            proc.wait(_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _start() -> subprocess.Popen[bytes]:
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    # Small products want one BLAS thread (daemon/blas.py); the child makes none anyway.
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "brain.vectors.embed_child"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        close_fds=True,
+    )
+
+
+def _send(out: IO[bytes], data: bytes) -> None:
+    out.write(_HEADER.pack(len(data)) + data)
+    out.flush()
+
+
+def _receive(stream: IO[bytes]) -> bytes:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError("the embedding child closed its output")
+    (size,) = _HEADER.unpack(header)
+    body = stream.read(size)
+    if len(body) < size:
+        raise EOFError("the embedding child closed its output mid-frame")
+    return body
+
+
+def main() -> None:
+    """The child: answer each frame of texts on stdin with their rows, until stdin closes."""
+    embedder = StaticEmbedder()
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints go to stderr, never into the frames
+    stdin = sys.stdin.buffer
+    while True:
+        try:
+            texts = pickle.loads(_receive(stdin))  # noqa: S301 (our parent's frame)
+        except EOFError:
+            break
+        try:
+            reply = _ROWS + embedder.embed(texts).astype("float32", copy=False).tobytes()
+        except Exception as exc:
+            try:
+                reply = _ERROR + pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
+            except (pickle.PickleError, TypeError, AttributeError):
+                reply = _ERROR + pickle.dumps(RuntimeError(f"embedding failed: {exc!r}"))
+        _send(out, reply)
+    out.close()
+
+
+if __name__ == "__main__":
+    main()
