@@ -28,7 +28,7 @@ async def ping(ctx: Context, params: NoParams) -> dict[str, Any]:
 async def info(ctx: Context, params: NoParams) -> dict[str, Any]:
     """Version, schema version and counts, read fresh from the database, and this
     daemon's background compaction (``active`` 0: none running or waiting to run)."""
-    out = dataclasses.asdict(await ctx.db(ctx.brain.info))
+    out = (await ctx.db(ctx.brain.info)).as_dict()
     out["compaction"] = ctx.compaction_counts()
     return out
 
@@ -47,7 +47,7 @@ def info_now(ctx: Context, params: NoParams) -> dict[str, Any] | None:
     info = ctx.brain.info_now()
     if info is None:
         return None
-    out = dataclasses.asdict(info)
+    out = info.as_dict()
     out["compaction"] = ctx.compaction_counts()
     return out
 

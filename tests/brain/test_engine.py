@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import subprocess
@@ -182,6 +183,29 @@ def test_info_sees_writes_committed_by_another_process(fresh_brain: Brain, db_pa
     finally:
         other.close()
     assert fresh_brain.info().messages == 1
+
+
+def test_info_reads_the_file_and_identity_as_the_pragmas_and_meta_say(fresh_brain: Brain) -> None:
+    fresh_brain.ingest("a", [MessageIn("user", f"turn {i} about the deploy") for i in range(30)])
+    fresh_brain.embed_pending(100)
+    fresh_brain.ingest("a", [MessageIn("user", "x " * 3000)])
+    info = fresh_brain.info()
+    store = fresh_brain.store
+    assert info.schema_version == store.scalar("PRAGMA user_version") == SCHEMA_VERSION
+    page_size = store.scalar("PRAGMA page_size")
+    assert info.db_bytes == store.scalar("PRAGMA page_count") * page_size
+    assert info.retention.free_bytes == store.scalar("PRAGMA freelist_count") * page_size
+    assert info.embeddings.stored_embedder == fresh_brain.embedder.name
+    assert info.embeddings.stored == 30
+    assert info.embeddings.pending == 1
+    assert info.retention.last_pass_at is None
+
+
+def test_info_as_a_dict_is_what_dataclasses_asdict_gives(fresh_brain: Brain) -> None:
+    fresh_brain.ingest("a", [MessageIn("user", "one"), MessageIn("user", "two")])
+    info = fresh_brain.info()
+    assert info.as_dict() == dataclasses.asdict(info)
+    assert list(info.as_dict()) == list(dataclasses.asdict(info))  # the same key order
 
 
 def test_save_checkpoints_the_wal_and_reports_frame_counts(fresh_brain: Brain) -> None:
