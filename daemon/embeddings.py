@@ -18,12 +18,20 @@ lock, and it has its own limiter, so it never takes the threads requests use.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 import anyio
 
 from brain import Brain, BrainError
+from brain.vectors.embed_child import ChildStaticEmbedder
 from daemon.logs import log
 from daemon.settle import until_quiet
+
+BATCH: Final = 1024
+"""Rows per embedding batch of an embedder that runs in this process (or a provider)."""
+CHILD_BATCH: Final = 4096
+"""Rows per embedding batch when the static embedder's child process embeds them
+(``brain.vectors.embed_child``)."""
 
 
 class Embeddings:
@@ -33,7 +41,7 @@ class Embeddings:
         self,
         brain: Brain,
         *,
-        batch: int = 1024,
+        batch: int | None = None,
         every_s: float = 5.0,
         settle_s: float = 0.25,
         max_wait_s: float = 5.0,
@@ -46,7 +54,7 @@ class Embeddings:
         rows wait to be embedded."""
         self.retention_every_s = retention_every_s
         self._retained_at: float | None = None
-        self.batch = batch
+        self._batch = batch
         self.every_s = every_s
         self.settle_s = settle_s
         self.max_wait_s = max_wait_s
@@ -58,6 +66,21 @@ class Embeddings:
         self._wake = anyio.Event()
         self._last_request = 0.0
         self._stopped = False
+
+    @property
+    def batch(self) -> int:
+        """Rows per embedding batch: the one given, else ``CHILD_BATCH`` when the engine's
+        embedder embeds large batches in a child process, else ``BATCH``.
+
+        Each batch waits twice for the writer's lock (its take, its put), which a
+        steady ingest holds most of the time, and once for the embedder. Embedded in
+        this process a batch is Python holding the interpreter lock (1,024 rows:
+        ~35 ms), so it stays at that; the child holds no lock of ours, and fewer,
+        larger batches wait for the writer's lock fewer times per row.
+        """
+        if self._batch is not None:
+            return self._batch
+        return CHILD_BATCH if isinstance(self.brain.embedder, ChildStaticEmbedder) else BATCH
 
     def request(self) -> None:
         """Something was written: drain the queue once writes settle."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 
 from brain import Brain, MessageIn
-from daemon.embeddings import Embeddings
+from brain.vectors.embed_child import ChildStaticEmbedder
+from brain.vectors.embedders import StaticEmbedder
+from daemon.embeddings import BATCH, CHILD_BATCH, Embeddings
 
 
 def test_embedding_goes_on_while_the_entity_index_never_catches_up(fresh_brain: Brain) -> None:
@@ -67,3 +71,31 @@ def test_embedding_gets_three_batches_for_each_entity_batch_while_both_queues_wa
     # 200 rows in batches of 16: 13 batches, then a look that finds none. The entity
     # index (one batch holds all 200) waits three batches at a time until then.
     assert calls == ["embed", "embed", "embed", "entities"] * 4 + ["embed", "embed", "entities"]
+
+
+def test_the_worker_takes_larger_batches_when_a_child_process_embeds_them(db_path: Path) -> None:
+    # Each batch waits twice for the writer's lock; the child holds none of this
+    # process's locks, so the worker asks it for fewer, larger batches.
+    child = ChildStaticEmbedder()
+    brain = Brain(db_path, embedder=child)
+    try:
+        brain.ingest("s", [MessageIn("user", f"message number {i}") for i in range(5)])
+        taken: list[int] = []
+        embed_pending = brain.embed_pending
+
+        def recorded(batch: int = 256) -> int:
+            taken.append(batch)
+            return embed_pending(batch)
+
+        brain.embed_pending = recorded  # type: ignore[method-assign]
+        worker = Embeddings(brain, settle_s=0, max_wait_s=0)
+        assert worker.batch == CHILD_BATCH
+        anyio.run(worker._drain)
+        assert taken[0] == CHILD_BATCH
+        assert brain.embeddings_pending() == 0
+        brain.embedder = StaticEmbedder()  # the same vectors, embedded here
+        assert worker.batch == BATCH
+        assert Embeddings(brain, batch=16).batch == 16  # one given wins
+    finally:
+        brain.close()
+        child.close()
