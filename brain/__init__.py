@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from brain.vectors.ann import IVF
     from brain.vectors.ann import default_nprobe as ivf_default_nprobe
     from brain.vectors.ann import top_k as exact_top_k
+    from brain.vectors.embed_child import ChildStaticEmbedder
     from brain.vectors.embedders import (
         Embedder,
         HashEmbedder,
@@ -123,6 +124,7 @@ _WHERE: dict[str, str] = {
     "SummaryRequest": "brain.lcm.summary_contract",
     "Summarizer": "brain.lcm.summary_contract",
     "ChildSummarizer": "brain.lcm.summary_child",
+    "ChildStaticEmbedder": "brain.vectors.embed_child",
     "offline_summarizer": "brain.lcm.offline",
     "MAINTAIN_TASKS": "brain.graph.maintain:TASKS",
     "MaintainOptions": "brain.graph.maintain",
@@ -232,6 +234,7 @@ __all__ = [
     "SummaryRequest",
     "Summarizer",
     "ChildSummarizer",
+    "ChildStaticEmbedder",
     "TraverseOptions",
     "__version__",
     "compaction_sizes",

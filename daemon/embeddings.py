@@ -22,8 +22,7 @@ from typing import Final
 
 import anyio
 
-from brain import Brain, BrainError
-from brain.vectors.embed_child import ChildStaticEmbedder
+from brain import Brain, BrainError, ChildStaticEmbedder
 from daemon.logs import log
 from daemon.settle import until_quiet
 

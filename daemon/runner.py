@@ -19,6 +19,7 @@ import anyio.to_thread
 from brain import (
     Brain,
     BrainError,
+    ChildStaticEmbedder,
     Embedder,
     HashEmbedder,
     OnnxEmbedder,
@@ -26,7 +27,6 @@ from brain import (
     OpenAIEmbedderConfig,
     default_embedder,
 )
-from brain.vectors.embed_child import ChildStaticEmbedder
 from daemon.config import DaemonConfig
 from daemon.context import Context
 from daemon.logs import log
