@@ -21,6 +21,7 @@ SURFACE = [
     "BrainConfig",
     "BrainError",
     "ChatClient",
+    "ChildStaticEmbedder",
     "ChildSummarizer",
     "CompactionConfig",
     "CompactionReport",
