@@ -15,7 +15,7 @@ import orjson
 
 from brain.clock import iso
 from brain.graph.maintain.options import MaintainOptions
-from brain.graph.maintain.rows import delete_node, node_vectors
+from brain.graph.maintain.rows import delete_node, node_matrix
 from brain.graph.maintain.snapshot import LEARNING_KINDS, Edge, Node, Snapshot
 from brain.graph.maintain.writer import Writer
 from brain.graph.mirror import GraphDelta
@@ -56,13 +56,16 @@ def _similar_pairs(snap: Snapshot, store: Store, threshold: float) -> dict[int, 
         if _mergeable(snap, node, constitutional):
             key = (node.kind, node.source if node.kind == "chunk" else None)
             groups.setdefault(key, []).append(node.row_id)
-    vectors = node_vectors(store, (n for rows in groups.values() for n in rows if len(rows) > 1))
+    found, vectors = node_matrix(
+        store, (n for rows in groups.values() for n in rows if len(rows) > 1)
+    )
+    position = {row_id: i for i, row_id in enumerate(found)}
     into: dict[int, int] = {}
     for rows in groups.values():
-        ids = sorted(n for n in rows if n in vectors)  # row ids grow with age
+        ids = sorted(n for n in rows if n in position)  # row ids grow with age
         if len(ids) < 2:
             continue
-        matrix = np.stack([vectors[n] for n in ids])
+        matrix = vectors[[position[n] for n in ids]]
         for i, j in near_pairs(matrix, threshold):
             if ids[i] not in into and ids[j] not in into:
                 into[ids[j]] = ids[i]

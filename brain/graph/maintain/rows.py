@@ -16,11 +16,19 @@ from brain.store.connection import Store
 from brain.vectors.quantise import decode, decode_rows
 from brain.vectors.writes import dequeue, drop_vectors
 
-__all__ = ["delete_node", "node_vectors"]
+__all__ = ["delete_node", "node_matrix", "node_vectors"]
 
 
 def node_vectors(store: Store, rows: Iterable[int]) -> dict[int, npt.NDArray[np.float32]]:
     """Stored node vectors (unit length) of ``rows`` that have one."""
+    found, matrix = node_matrix(store, rows)
+    return {row_id: matrix[i] for i, row_id in enumerate(found)}
+
+
+def node_matrix(store: Store, rows: Iterable[int]) -> tuple[list[int], npt.NDArray[np.float32]]:
+    """The rows of ``rows`` that have a stored vector, and those vectors (unit length)
+    as one matrix in that order (a caller gathers its rows by position: stacking 100k
+    row views again was half a second of a merge)."""
     wanted = orjson.dumps(sorted(rows))
     found = list(
         store.execute(
@@ -32,8 +40,9 @@ def node_vectors(store: Store, rows: Iterable[int]) -> dict[int, npt.NDArray[np.
     dim = int(
         store.scalar("SELECT coalesce((SELECT value FROM meta WHERE key = 'embedder_dim'), 0)")
     )
+    ids = [int(row_id) for row_id, _ in found]
     if not found:
-        return {}
+        return ids, np.zeros((0, dim), dtype=np.float32)
     # Stored as int8 with a scale (brain.vectors.quantise): dequantised and made unit
     # again, all rows at once (one row at a time was a second of a 100k-node merge).
     if not dim:  # no dimension recorded (vectors written by hand): float32, as before v19
@@ -41,20 +50,17 @@ def node_vectors(store: Store, rows: Iterable[int]) -> dict[int, npt.NDArray[np.
     try:
         codes, scales = decode_rows([blob for _, blob in found], dim)
     except ValueError:  # rows of several sizes: each as it is
-        return _one_by_one(found, dim)
+        return ids, np.stack([_unit(blob, dim) for _, blob in found])
     matrix = codes.astype(np.float32) * scales[:, None]
     norms = np.linalg.norm(matrix, axis=1)
     matrix = np.divide(matrix, norms[:, None], out=matrix, where=norms[:, None] > 0)
-    return {int(row_id): matrix[i] for i, (row_id, _) in enumerate(found)}
+    return ids, matrix
 
 
-def _one_by_one(found: list[tuple[int, bytes]], dim: int) -> dict[int, npt.NDArray[np.float32]]:
-    out: dict[int, npt.NDArray[np.float32]] = {}
-    for row_id, blob in found:
-        vector = decode(blob, dim or len(blob) // 4)
-        norm = float(np.linalg.norm(vector))
-        out[int(row_id)] = vector / norm if norm > 0 else vector
-    return out
+def _unit(blob: bytes, dim: int) -> npt.NDArray[np.float32]:
+    vector = decode(blob, dim or len(blob) // 4)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
 
 
 def delete_node(store: Store, row_id: int) -> None:
