@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brain.graph.maintain import maintain
+from brain.graph.maintain import MaintainOptions, maintain
 from brain.graph.nodes import graph_epoch
 from tests.brain.graph.maintain.helpers import DAY, T0, G, iso_at
 
@@ -64,3 +64,16 @@ def test_prune_deletes_the_weak_edges_of_a_span_of_sources_per_transaction(g: G)
         0.01,
         0.5,
     ]
+
+
+def test_prune_deletes_a_span_of_three_sweep_spans_per_transaction(g: G) -> None:
+    # Its deletions land at random places of the target index, which each transaction
+    # writes out again: fewer, larger transactions (decay keeps MaintainOptions.sweep).
+    for i in range(13):
+        g.node(f"n{i}")
+    for i in range(12):
+        g.edge(f"n{i}", f"n{i + 1}", 0.01)
+    epoch = graph_epoch(g.store)
+    report = maintain(g.store, tasks=["prune"], options=MaintainOptions(sweep=2), now=T0)
+    assert report.tasks["prune"]["edges"] == 12
+    assert graph_epoch(g.store) == epoch + 2  # 12 sources of one edge, 6 a transaction
