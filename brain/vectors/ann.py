@@ -71,8 +71,9 @@ Vectors = Callable[[Ints], Matrix]
 """The float32 vectors of the rows at some positions (the caller's rows, dequantised)."""
 Scores = Callable[[Ints], Matrix]
 """The query's scores against the rows at some positions."""
-Run = Callable[[int, int], Matrix]
-"""The query's scores against the rows at positions ``start .. end - 1``."""
+Runs = Callable[[list[int], list[int]], Matrix]
+"""The query's scores against each run of positions ``starts[i] .. ends[i] - 1``, the
+runs one after the other."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,29 +140,29 @@ class IVF:
         query: Matrix,
         k: int,
         nprobe: int,
-        run: Run | None = None,
+        runs: Runs | None = None,
     ) -> tuple[Ints, Matrix]:
         """Positions (the caller's) and scores of the approximate top ``k``, best first.
 
-        Exact when ``nprobe`` covers every list. ``run`` scores a contiguous run of
-        positions in place; a ``listed`` index uses it for each probed list.
+        Exact when ``nprobe`` covers every list. ``runs`` scores contiguous runs of
+        positions in place; a ``listed`` index gives it the probed lists, in row order.
         """
         nprobe = max(1, min(nprobe, self.lists))
         probed = top_k(self.centroids @ query, nprobe)
-        if self.listed and run is not None:
-            bounds = sorted(
-                (s, e)
-                for s, e in zip(
-                    self.offsets[probed].tolist(), self.offsets[probed + 1].tolist(), strict=True
-                )
-                if e > s
-            )
-            if not bounds:
+        if self.listed and runs is not None:
+            starts, ends = self.offsets[probed], self.offsets[probed + 1]
+            kept = np.argsort(starts, kind="stable")  # in row order: ties break by position
+            kept = kept[ends[kept] > starts[kept]]
+            starts, ends = starts[kept], ends[kept]
+            if len(starts) == 0:
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-            positions = np.concatenate([np.arange(s, e, dtype=np.int64) for s, e in bounds])
-            scores = np.concatenate([run(s, e) for s, e in bounds])
+            scores = runs(starts.tolist(), ends.tolist())
             best = top_k(scores, k)
-            return positions[best], scores[best]
+            # Where each best score's run begins in ``scores``, and so its position.
+            lengths = ends - starts
+            begins = np.cumsum(lengths) - lengths
+            run = np.searchsorted(begins, best, side="right") - 1
+            return starts[run] + (best - begins[run]), scores[best]
         spans = [
             self.order[s:e]
             for s, e in zip(

@@ -444,7 +444,7 @@ class VectorIndex:
         else:
             nprobe = self._nprobe or default_nprobe(ivf.lists)
             at, scores = ivf.search(
-                lambda p: base.score(q, p), q, k, nprobe, lambda s, e: base.score_run(q, s, e)
+                lambda p: base.score(q, p), q, k, nprobe, lambda s, e: base.score_runs(q, s, e)
             )
             found.append((base, at, scores, 0))
             rest = base.tail_from(ivf.rows)

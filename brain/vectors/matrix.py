@@ -51,7 +51,7 @@ import orjson
 from brain.store.connection import Store
 from brain.vectors.ann import IVF
 from brain.vectors.epochs import KINDS, Kind
-from brain.vectors.quantise import decode_rows, scores
+from brain.vectors.quantise import decode_rows, scores, scores_runs
 
 __all__ = [
     "Loaded",
@@ -117,9 +117,10 @@ class Rows:
         """Copies of the rows at ``positions``, in that order."""
         return Rows(*(column[positions] for column in _columns(self)))
 
-    def score_run(self, query: Floats, start: int, end: int) -> Floats:
-        """Dot products of ``query`` with rows ``start .. end - 1``, read in place."""
-        return scores(self.codes[start:end], self.scales[start:end], query)
+    def score_runs(self, query: Floats, starts: Sequence[int], ends: Sequence[int]) -> Floats:
+        """Dot products of ``query`` with each run of rows ``starts[i] .. ends[i] - 1``,
+        read in place, the runs one after the other."""
+        return scores_runs(self.codes, self.scales, starts, ends, query)
 
     def score(self, query: Floats, positions: Ints | None = None) -> Floats:
         """Dot products of ``query`` with the rows at ``positions`` (None: every row).

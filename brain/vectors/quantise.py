@@ -105,6 +105,34 @@ def scores(codes: Codes, scales: Matrix, query: Matrix) -> Matrix:
     return out
 
 
+def scores_runs(
+    codes: Codes, scales: Matrix, starts: Sequence[int], ends: Sequence[int], query: Matrix
+) -> Matrix:
+    """``scores`` of each run of rows ``starts[i] .. ends[i] - 1``, one run after the other.
+
+    The same blocks as ``scores`` run by run (so the same values), through one scratch
+    buffer and one output: an IVF probe scores ~125 runs at 1M rows, and a call a run
+    (its buffers, its output, the concatenation) cost ~1.2 of its ~6 ms.
+    """
+    q = np.ascontiguousarray(query, dtype=np.float32)
+    lengths = [e - s for s, e in zip(starts, ends, strict=True)]
+    out = np.empty(sum(lengths), dtype=np.float32)
+    if len(out) == 0:
+        return out
+    scratch = np.empty((min(max(lengths), _BLOCK), codes.shape[1]), dtype=np.float32)
+    at = 0
+    for s, e in zip(starts, ends, strict=True):
+        first = at
+        for start in range(s, e, _BLOCK):
+            end = min(e, start + _BLOCK)
+            block = scratch[: end - start]
+            np.copyto(block, codes[start:end], casting="unsafe")
+            np.dot(block, q, out=out[at : at + end - start])
+            at += end - start
+        out[first:at] *= scales[s:e]
+    return out
+
+
 def _decode_one(blob: bytes, dim: int) -> tuple[Codes, np.float32]:
     if len(blob) == dim + 4:
         codes = np.frombuffer(blob, dtype=np.int8, count=dim)

@@ -65,6 +65,7 @@ def bench_vectors(shared: Shared, work: Path) -> Metrics:
     from brain import IVF, StaticEmbedder, exact_top_k, ivf_default_nprobe
     from brain import quantise_vectors as quantise
     from brain import quantised_scores as scores
+    from brain.vectors.quantise import scores_runs
 
     del work
     out: Metrics = {}
@@ -113,7 +114,7 @@ def bench_vectors(shared: Shared, work: Path) -> Metrics:
                 q,
                 10,
                 nprobe,
-                lambda a, b, q=q, c=lcodes, s=lscales: scores(c[a:b], s[a:b], q),
+                lambda a, b, q=q, c=lcodes, s=lscales: scores_runs(c, s, a, b, q),
             )
             listed_ns.append(time.perf_counter_ns() - t1)
             listed_cpu_ns.append(time.process_time_ns() - c1)

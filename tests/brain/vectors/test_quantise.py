@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brain.store.migrations.vectors_int8 import quantised
-from brain.vectors.quantise import decode, decode_rows, encode, scores
+from brain.vectors.quantise import decode, decode_rows, encode, quantise, scores, scores_runs
 
 
 def _unit_rows(seed: int, n: int, dim: int) -> npt.NDArray[np.float32]:
@@ -49,3 +49,24 @@ def test_a_zero_vector_stays_zero_and_a_blob_of_another_length_is_refused() -> N
     assert scales.tolist() == [0.0]
     with pytest.raises(ValueError, match="7 bytes"):
         decode(b"\x00" * 7, 8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    cuts=st.lists(st.integers(0, 3_000), min_size=2, max_size=12),
+)
+def test_runs_scored_in_one_call_score_exactly_as_each_run_alone(
+    seed: int, cuts: list[int]
+) -> None:
+    # An IVF probe scores its lists (runs of a file in list order) in one call.
+    codes, scales = quantise(_unit_rows(seed, 3_000, 64))
+    query = _unit_rows(seed + 1, 1, 64)[0]
+    bounds = sorted(cuts)
+    starts, ends = bounds[0::2], bounds[1::2]
+    starts = starts[: len(ends)]  # runs in row order, some empty, none overlapping
+    alone = [scores(codes[s:e], scales[s:e], query) for s, e in zip(starts, ends, strict=True)]
+    together = scores_runs(codes, scales, starts, ends, query)
+    want = np.concatenate(alone) if alone else np.zeros(0, np.float32)
+    assert together.dtype == np.float32
+    assert together.tolist() == want.tolist()
