@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import orjson
@@ -44,7 +44,12 @@ from brain.lcm.entities.overlap import HOP_COMMON, entity_overlap, second_hop
 from brain.lcm.ids import public_message_id
 from brain.recall.search.fulltext import full_text_search
 from brain.recall.search.model import LEXICAL_WEIGHT, WORD, GrepOptions, Hit, Nearest
-from brain.recall.search.semantic import min_max, semantic_search, spread_to_neighbours
+from brain.recall.search.semantic import (
+    MessageInfo,
+    min_max,
+    semantic_search,
+    spread_to_neighbours,
+)
 from brain.recall.search.snippets import snippet_lead
 from brain.recall.search.terms import fts_query
 from brain.recall.search.when import resolve
@@ -257,15 +262,20 @@ def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> C
             seen[key] = (norm if seen is lex else hit.score, rank)
             fused[key] = fused.get(key, 0.0) + part * norm
             by_key.setdefault(key, hit)  # lexical first: its snippet marks the match
+    # (row id, name, characters, asks) of the message hits, read once each: the
+    # neighbours' by their spread, the other hits' in one statement, the second
+    # hop's with its rows.
+    info: dict[tuple[str, int | None], MessageInfo] = {}
     if nearest is not None:
         # Hybrid finds the turns next to a match, as weighted fusion does; full_text
         # keeps its contract: every hit contains the query's words.
-        spread_to_neighbours(store, options, fused, by_key)
+        spread_to_neighbours(store, options, fused, by_key, info)
     keys = sorted(fused, key=lambda k: fused[k], reverse=True)
+    info |= _message_info(store, [h for k in keys if ((h := by_key[k]).session, h.seq) not in info])
     hop: dict[tuple[str, str], float] = {}
     if nearest is not None and options.scope != "summaries":
         # Hybrid only: full_text's hits all contain the query's words.
-        for found, hit in _second_hop(store, options, [by_key[k] for k in keys]):
+        for found, hit in _second_hop(store, options, [by_key[k] for k in keys], info):
             hop[found] = 1.0 / (1 + len(hop))
             if found not in fused:
                 fused[found] = 0.0
@@ -274,7 +284,6 @@ def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> C
     hits = [by_key[k] for k in keys]  # scores are set on the few returned
     n = len(hits)
     floor = min((s for s, _ in cos.values()), default=0.0)
-    info = _message_info(store, hits)
     position = {(h.session, h.seq): i for i, h in enumerate(hits) if h.kind == "message"}
     neighbour = np.full((n, 2), -1, dtype=np.int64)
     for i, h in enumerate(hits):
@@ -307,24 +316,30 @@ def candidates(store: Store, options: GrepOptions, nearest: Nearest | None) -> C
 
 
 def _second_hop(
-    store: Store, options: GrepOptions, ranked: list[Hit]
+    store: Store,
+    options: GrepOptions,
+    ranked: list[Hit],
+    info: dict[tuple[str, int | None], MessageInfo],
 ) -> list[tuple[tuple[str, str], Hit]]:
     """The turns sharing rare entities with the ``HOP_FROM`` best message hits, best first,
-    as (key, hit) within the options' conversations and times."""
+    as (key, hit) within the options' conversations and times. ``info`` holds the
+    ranked hits' ``MessageInfo``; the turns found add theirs."""
     top = [h for h in ranked if h.kind == "message"][:HOP_FROM]
-    sources = [int(r[0]) for r in _message_info(store, top).values()]
+    sources = [info[(h.session, h.seq)][0] for h in top if (h.session, h.seq) in info]
     found = second_hop(store, sources, conversations=options.conversations or (), limit=HOP)
     if not found:
         return []
     rows = store.execute(
         "SELECT m.id, m.client_id, m.seq, m.role, m.created_at, c.session_id, m.content, "
-        "m.name FROM json_each(?) j CROSS JOIN messages m ON m.id = j.value "
+        "m.name, length(m.content), instr(m.content, '?') > 0 "
+        "FROM json_each(?) j CROSS JOIN messages m ON m.id = j.value "
         "CROSS JOIN conversations c ON c.id = m.conversation_id "
         "WHERE m.created_at >= ? AND m.created_at < ? ORDER BY j.key",
         (orjson.dumps(found).decode(), options.since or "", options.before or "\uffff"),
     )
     out = []
-    for row_id, client_id, seq, role, created_at, session, content, name in rows:
+    for row_id, client_id, seq, role, created_at, session, content, name, chars, asks in rows:
+        info[(session, seq)] = (int(row_id), name, int(chars), int(asks))
         hit = Hit(
             "message",
             public_message_id(row_id, client_id),
@@ -340,7 +355,7 @@ def _second_hop(
     return out
 
 
-def _message_info(store: Store, hits: list[Hit]) -> dict[tuple[str, int | None], Any]:
+def _message_info(store: Store, hits: list[Hit]) -> dict[tuple[str, int | None], MessageInfo]:
     """(row id, name, characters, holds a "?") of the message hits, in one statement."""
     wanted = [[h.session, h.seq] for h in hits if h.kind == "message" and h.seq is not None]
     if not wanted:

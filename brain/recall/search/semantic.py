@@ -83,11 +83,14 @@ def spread_to_neighbours(
     options: GrepOptions,
     fused: dict[tuple[str, str], float],
     by_key: dict[tuple[str, str], Hit],
+    info: dict[tuple[str, int | None], MessageInfo] | None = None,
 ) -> None:
     """Add to each message a share of its neighbours' scores (the turns before and after).
 
     A question's words often match the turn that asks or introduces a thing while
-    the fact sits in the reply next to it.
+    the fact sits in the reply next to it. ``info``, when given, gets each neighbour
+    row's ``MessageInfo`` by (session, seq): the ranking stage reads them for every
+    candidate, and these rows are read here anyway.
     """
     keys = [k for k in fused if k[0] == "message"]
     if not keys:
@@ -95,7 +98,8 @@ def spread_to_neighbours(
     positions = {(by_key[k].session, by_key[k].seq): k for k in keys}
     wanted = orjson.dumps([[by_key[k].session, by_key[k].seq] for k in keys])
     rows = store.execute(
-        "SELECT c.session_id, m.seq, m.id, m.client_id, m.role, m.created_at, m.content "
+        "SELECT c.session_id, m.seq, m.id, m.client_id, m.role, m.created_at, m.content, "
+        "m.name, length(m.content), instr(m.content, '?') > 0 "
         "FROM json_each(?) j CROSS JOIN conversations c ON c.session_id = j.value ->> 0 "
         "CROSS JOIN messages m ON m.conversation_id = c.id "
         "AND m.seq IN ((j.value ->> 1) - 1, (j.value ->> 1) + 1) "
@@ -104,7 +108,9 @@ def spread_to_neighbours(
     )
     base = dict(fused)
     gains: dict[tuple[str, str], float] = {}
-    for session, seq, row_id, client_id, role, created_at, content in rows:
+    for session, seq, row_id, client_id, role, created_at, content, name, chars, asks in rows:
+        if info is not None:
+            info[(session, seq)] = (int(row_id), name, int(chars), int(asks))
         key = ("message", public_message_id(row_id, client_id))
         if key not in by_key:
             by_key[key] = Hit(
@@ -116,6 +122,10 @@ def spread_to_neighbours(
                 gains[key] = max(gains.get(key, 0.0), base[source])
     for key, gain in gains.items():
         fused[key] = fused.get(key, 0.0) + NEIGHBOUR_SHARE * gain
+
+
+MessageInfo = tuple[int, str | None, int, int]
+"""A message's row id, speaker name, characters and whether it holds a "?" (0 or 1)."""
 
 
 def min_max(scores: list[float]) -> list[float]:

@@ -204,3 +204,37 @@ def test_a_statement_ranks_above_the_same_words_asked_as_a_question(fresh_brain:
     query = GrepOptions("adopted puppy")
     assert fresh_brain.grep(replace(query, rank=False), session="s")[0].id == "asked"
     assert [h.id for h in fresh_brain.grep(query, session="s")] == ["said", "asked"]
+
+
+def test_every_hybrid_candidate_carries_its_own_rows_name_length_and_question_mark(
+    fresh_brain: Brain,
+) -> None:
+    # Neighbours and second-hop turns bring these from the rows their own reads
+    # found; the others are read by (session, seq): each must be the turn's own.
+    fresh_brain.ingest(
+        "s",
+        [
+            MessageIn("user", "did Okonkwo take the kayak?", client_id="q", name="Ada"),
+            MessageIn("assistant", "yes, the red kayak", client_id="a", name="Bo"),
+            MessageIn("user", "Okonkwo moved to Lisbon", client_id="m"),
+            MessageIn("user", "what about the weather?\x00!", client_id="nul", name="Ada"),
+            MessageIn("assistant", "kayak weather, windy", client_id="w"),
+        ],
+    )
+    fresh_brain.index_entities()
+    conversation = int(fresh_brain.store.scalar("SELECT id FROM conversations"))
+    options = GrepOptions("kayak weather", mode="hybrid", conversations=(conversation,))
+
+    def nothing_embedded(k: int) -> list[tuple[str, int, float]]:
+        return []
+
+    pool = ranking.candidates(fresh_brain.store, options, nothing_embedded)
+    assert len(pool.hits) == 5  # two matches, their neighbours, the second hop's turn
+    for i, hit in enumerate(pool.hits):
+        row_id, name, chars, asks = fresh_brain.store.one(
+            "SELECT id, name, length(content), instr(content, '?') > 0 FROM messages "
+            "WHERE client_id = ?",
+            (hit.id,),
+        )
+        assert (int(pool.row_ids[i]), pool.names[i]) == (row_id, name)
+        assert (pool.length[i], pool.asks[i]) == (chars, asks)
