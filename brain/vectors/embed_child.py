@@ -63,7 +63,9 @@ class ChildStaticEmbedder(StaticEmbedder):
     """``StaticEmbedder`` whose batches of ``min_batch`` texts or more a child process embeds."""
 
     def __init__(self, batch_size: int = 4096, *, min_batch: int = MIN_BATCH) -> None:
-        super().__init__(batch_size)
+        # Compact here: this process embeds only queries and small batches; the child,
+        # which embeds the backlogs, keeps the faster float32 table.
+        super().__init__(batch_size, compact=True)
         self.min_batch = max(1, min_batch)
         self._child_lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
