@@ -91,3 +91,30 @@ def test_a_synced_chat_log_is_ranked_by_the_learned_node_stage_over_the_protocol
         assert turns[0]["text"].startswith(heading)
     code, _ = daemon.finish()
     assert code == 0
+
+
+def test_the_first_query_after_a_restart_and_one_after_a_teach_are_seeded_by_keyword(
+    db_path: Path, spawn: Spawn
+) -> None:
+    # The nodes' keyword ranking is kept in memory (brain.graph.keywords): built by the
+    # first query of a process, and brought up to date by the query after a write.
+    from tests.brain.graph.test_seeding import FAR, NEAR, QUERY
+
+    first = spawn(serve_argv(db_path))
+    far = first.call(1, "teach", {"content": FAR})["result"]["node_id"]
+    for i, text in enumerate(NEAR):
+        first.call(2 + i, "teach", {"content": text})
+    code, _ = first.finish()
+    assert code == 0
+
+    second = spawn(serve_argv(db_path))
+    found = second.call(10, "query", {"query": QUERY, "top_k": 2, "record": False})["result"]
+    assert found["seeds"][0][0] == far
+    assert found["fired_nodes"][0] == far
+    osprey = "Parking, toner, invoices, badges, desks: the osprey rollout is done"
+    taught = second.call(11, "teach", {"content": osprey})["result"]["node_id"]
+    question = "When did the osprey migration finish?"
+    again = second.call(12, "query", {"query": question, "top_k": 2, "record": False})["result"]
+    assert again["seeds"][0][0] == taught
+    code, _ = second.finish()
+    assert code == 0
