@@ -132,6 +132,7 @@ class KeywordIndex:
         self._size: dict[int, int] = {}
         self._docs: dict[str, dict[int, int]] = {}
         self._arrays: dict[str, _Postings] = {}
+        self._parts: dict[str, npt.NDArray[np.float64]] = {}
 
     def ranking(self, store: Store, match: str, n: int) -> list[tuple[int, float]] | None:
         """Up to ``n`` nodes by bm25 (higher is better), best first, as ``bm25(nodes_fts)``
@@ -143,7 +144,7 @@ class KeywordIndex:
             if not self._follow(store):
                 return None
             postings = [self._postings(t) if t is not None else None for t in terms]
-            return self._ranked(postings, n)
+            return self._ranked(terms, postings, n)
 
     @property
     def nodes(self) -> int:
@@ -169,6 +170,7 @@ class KeywordIndex:
         self._update(dict(store.execute("SELECT id, coalesce(content, '') FROM nodes")))
         self._rows = rows
         self._average = total / rows if rows else 1.0
+        self._parts.clear()
         self._key = key
         return True
 
@@ -179,6 +181,7 @@ class KeywordIndex:
         self._size.clear()
         self._docs.clear()
         self._arrays.clear()
+        self._parts.clear()
 
     def _update(self, texts: dict[int, str]) -> None:
         """Make the postings those of ``texts`` (row id -> text), tokenizing only changes."""
@@ -227,8 +230,23 @@ class KeywordIndex:
             self._arrays[term] = found
         return found
 
-    def _ranked(self, postings: list[_Postings | None], n: int) -> list[tuple[int, float]]:
-        """The ``n`` best nodes of the phrases' postings by fts5_aux.c's bm25."""
+    def _part(self, term: str, p: _Postings) -> npt.NDArray[np.float64]:
+        """What ``term`` adds to the score of each node of its postings (kept until the
+        next write: it depends on the row count and the average length)."""
+        found = self._parts.get(term)
+        if found is None:
+            weight = idf(self._rows, len(p.nodes))
+            # fts5_aux.c: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))),
+            # in this order, so the sums are FTS5's to the bit.
+            norm = K1 * ((1 - B) + (B * p.size) / self._average)
+            found = self._parts[term] = weight * ((p.freq * (K1 + 1.0)) / (p.freq + norm))
+        return found
+
+    def _ranked(
+        self, terms: list[str | None], postings: list[_Postings | None], n: int
+    ) -> list[tuple[int, float]]:
+        """The ``n`` best nodes of the phrases' postings by fts5_aux.c's bm25 (phrases
+        in the expression's order: FTS5 adds their parts in that order)."""
         present = [p for p in postings if p is not None and len(p.nodes)]
         if not present or n <= 0:
             return []
@@ -242,14 +260,10 @@ class KeywordIndex:
             )
             scores = np.zeros(len(universe))
             at = 0
-        for p in postings:
-            if p is None or not len(p.nodes):
+        for term, p in zip(terms, postings, strict=True):
+            if term is None or p is None or not len(p.nodes):
                 continue  # FTS5 adds 0.0 for a phrase absent from a row: nothing changes
-            weight = idf(self._rows, len(p.nodes))
-            # fts5_aux.c: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))),
-            # in this order, so the sums are FTS5's to the bit.
-            norm = K1 * ((1 - B) + (B * p.size) / self._average)
-            part = weight * ((p.freq * (K1 + 1.0)) / (p.freq + norm))
+            part = self._part(term, p)
             if dense:
                 scores[p.nodes] += part
             else:
