@@ -43,10 +43,10 @@ from brain.store.bm25 import K1, B, idf
 from brain.store.connection import Store
 from brain.store.stems import TOKENIZE
 
-MAX_NODES: Final = 20_000
+MAX_NODES: Final = 10_000
 """Above this many nodes the index is not built (FTS5 ranks): building it costs
-~20 us a node on the first query after start, and at 100,000 nodes the first query
-must stay within a second."""
+~30 us a node on the first query after start, and the first query after a write
+reads every node's text again (~0.7 us a node)."""
 _AVERAGES: Final = 1
 _STRUCTURE: Final = 10
 """FTS5's row ids of its averages and structure records in ``nodes_fts_data``."""
@@ -58,11 +58,23 @@ _CACHED: Final = 8
 
 
 class _Postings(NamedTuple):
-    """One term's nodes (row ids, ascending), its count in each, and each one's length."""
+    """One term's nodes (row ids), its count in each, and each one's length."""
 
     nodes: npt.NDArray[np.int64]
     freq: npt.NDArray[np.float64]
     size: npt.NDArray[np.float64]
+
+
+class _Doc(NamedTuple):
+    """A node as indexed: its text, its term ids then their counts (one array), its length."""
+
+    text: str
+    terms: npt.NDArray[np.int32]
+    size: int
+
+
+_I32: Final = np.zeros(0, np.int32)
+_EMPTY: Final = _Postings(np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
 
 
 _local = threading.local()
@@ -120,19 +132,33 @@ def _terms(match: str) -> list[str | None] | None:
 
 
 class KeywordIndex:
-    """One database's node texts as bm25 postings; safe to share between threads."""
+    """One database's node texts as bm25 postings; safe to share between threads.
+
+    The postings are a base (every node's, by term, in three flat arrays: made at
+    once from every node, again once the nodes written since pass an eighth of the
+    graph) and the postings of the nodes written since (``_fresh``); a node written
+    since is left out of the base (``_stale``). A write then costs what it wrote.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._clear()
+
+    def _clear(self) -> None:
+        """Forget everything (the graph grew past ``MAX_NODES``, or nothing read yet)."""
         self._key: bytes | None = None
         self._rows = 0
         self._average = 1.0
-        self._text: dict[int, str] = {}
-        self._counts: dict[int, Counter[str]] = {}
-        self._size: dict[int, int] = {}
-        self._docs: dict[str, dict[int, int]] = {}
-        self._arrays: dict[str, _Postings] = {}
-        self._parts: dict[str, npt.NDArray[np.float64]] = {}
+        self._vocab: dict[str, int] = {}
+        self._docs: dict[int, _Doc] = {}
+        self._offsets: npt.NDArray[np.int64] = np.zeros(1, np.int64)
+        self._base_nodes: npt.NDArray[np.int64] = np.zeros(0, np.int64)
+        self._base_freq: npt.NDArray[np.int32] = np.zeros(0, np.int32)
+        self._base_size: npt.NDArray[np.int32] = np.zeros(0, np.int32)
+        self._stale: set[int] = set()
+        self._stale_nodes: npt.NDArray[np.int64] = np.zeros(0, np.int64)
+        self._fresh: dict[int, dict[int, int]] = {}
+        self._parts: dict[int, tuple[_Postings, npt.NDArray[np.float64]]] = {}
 
     def ranking(self, store: Store, match: str, n: int) -> list[tuple[int, float]] | None:
         """Up to ``n`` nodes by bm25 (higher is better), best first, as ``bm25(nodes_fts)``
@@ -143,13 +169,13 @@ class KeywordIndex:
         with self._lock:
             if not self._follow(store):
                 return None
-            postings = [self._postings(t) if t is not None else None for t in terms]
-            return self._ranked(terms, postings, n)
+            ids = [self._vocab.get(t, -1) if t is not None else -1 for t in terms]
+            return self._ranked([self._part(i) for i in ids], n)
 
     @property
     def nodes(self) -> int:
         """Nodes indexed."""
-        return len(self._text)
+        return len(self._docs)
 
     def _follow(self, store: Store) -> bool:
         """Bring the index to ``store``'s snapshot; False if the graph is above ``MAX_NODES``."""
@@ -170,110 +196,142 @@ class KeywordIndex:
         self._update(dict(store.execute("SELECT id, coalesce(content, '') FROM nodes")))
         self._rows = rows
         self._average = total / rows if rows else 1.0
-        self._parts.clear()
+        self._parts.clear()  # idf and average length changed
         self._key = key
         return True
 
-    def _clear(self) -> None:
-        self._key = None
-        self._text.clear()
-        self._counts.clear()
-        self._size.clear()
-        self._docs.clear()
-        self._arrays.clear()
-        self._parts.clear()
-
     def _update(self, texts: dict[int, str]) -> None:
         """Make the postings those of ``texts`` (row id -> text), tokenizing only changes."""
-        touched: set[str] = set()
-        for node in [m for m in self._text if m not in texts]:
-            touched.update(self._drop(node))
+        if not self._docs:
+            for node, text in texts.items():
+                self._docs[node] = self._doc(text)
+            self._fold()
+            return
+        for node in [m for m in self._docs if m not in texts]:
+            self._drop(node)
         for node, text in texts.items():
-            if self._text.get(node) == text:
+            known = self._docs.get(node)
+            if known is not None and known.text == text:
                 continue
-            touched.update(self._drop(node))
-            found = tokens(text)
-            counts = Counter(found)
-            self._text[node] = text
-            self._counts[node] = counts
-            self._size[node] = len(found)
-            for term, count in counts.items():
-                self._docs.setdefault(term, {})[node] = count
-            touched.update(counts)
-        for term in touched:
-            self._arrays.pop(term, None)
+            if known is not None:
+                self._drop(node)
+            doc = self._docs[node] = self._doc(text)
+            self._stale.add(node)
+            half = len(doc.terms) // 2
+            for term, count in zip(
+                doc.terms[:half].tolist(), doc.terms[half:].tolist(), strict=True
+            ):
+                self._fresh.setdefault(term, {})[node] = count
+        if len(self._stale) * 8 > max(len(self._docs), 512):
+            self._fold()
+        else:
+            self._stale_nodes = np.fromiter(self._stale, np.int64, len(self._stale))
 
-    def _drop(self, node: int) -> Counter[str]:
-        """Forget ``node``; its terms."""
-        counts = self._counts.pop(node, Counter())
-        self._text.pop(node, None)
-        self._size.pop(node, None)
-        for term in counts:
-            docs = self._docs.get(term)
-            if docs is not None:
-                docs.pop(node, None)
-                if not docs:
-                    del self._docs[term]
-        return counts
+    def _doc(self, text: str) -> _Doc:
+        """``text`` tokenized: its term ids (new terms added) and their counts."""
+        found = tokens(text)
+        counts = Counter(self._vocab.setdefault(t, len(self._vocab)) for t in found)
+        terms = np.fromiter(counts.keys(), np.int32, len(counts))
+        freq = np.fromiter(counts.values(), np.int32, len(counts))
+        return _Doc(text, np.concatenate([terms, freq]), len(found))
 
-    def _postings(self, term: str) -> _Postings:
-        """``term``'s postings as arrays (made on first use after a change to them)."""
-        found = self._arrays.get(term)
-        if found is None:
-            docs = self._docs.get(term, {})
-            nodes = np.fromiter(sorted(docs), dtype=np.int64, count=len(docs))
-            found = _Postings(
-                nodes,
-                np.fromiter((docs[m] for m in nodes.tolist()), np.float64, len(docs)),
-                np.fromiter((self._size[m] for m in nodes.tolist()), np.float64, len(docs)),
-            )
-            self._arrays[term] = found
-        return found
+    def _drop(self, node: int) -> None:
+        """Forget ``node``: out of the base, its fresh postings gone."""
+        doc = self._docs.pop(node, None)
+        self._stale.add(node)
+        if doc is None:
+            return
+        for term in doc.terms[: len(doc.terms) // 2].tolist():
+            fresh = self._fresh.get(term)
+            if fresh is not None:
+                fresh.pop(node, None)
+                if not fresh:
+                    del self._fresh[term]
 
-    def _part(self, term: str, p: _Postings) -> npt.NDArray[np.float64]:
-        """What ``term`` adds to the score of each node of its postings (kept until the
-        next write: it depends on the row count and the average length)."""
+    def _fold(self) -> None:
+        """Make the base of every node's postings (nothing stale, nothing fresh)."""
+        docs = list(self._docs.items())
+        halves = [len(d.terms) // 2 for _, d in docs]
+        packed = [d.terms for _, d in docs]
+        terms = np.concatenate([t[:h] for t, h in zip(packed, halves, strict=True)] or [_I32])
+        freq = np.concatenate([t[h:] for t, h in zip(packed, halves, strict=True)] or [_I32])
+        nodes = np.repeat(np.array([n for n, _ in docs], np.int64), halves)
+        size = np.repeat(np.array([d.size for _, d in docs], np.int32), halves)
+        order = np.argsort(terms, kind="stable")
+        self._base_nodes = nodes[order]
+        self._base_freq = freq[order]
+        self._base_size = size[order]
+        self._offsets = np.concatenate(
+            [[0], np.cumsum(np.bincount(terms, minlength=len(self._vocab)))]
+        ).astype(np.int64)
+        self._stale.clear()
+        self._stale_nodes = np.zeros(0, np.int64)
+        self._fresh.clear()
+
+    def _postings(self, term: int) -> _Postings:
+        """Term id ``term``'s postings: the base's, less stale nodes, and the fresh ones."""
+        if 0 <= term < len(self._offsets) - 1:
+            start, end = int(self._offsets[term]), int(self._offsets[term + 1])
+            nodes = self._base_nodes[start:end]
+            freq = self._base_freq[start:end]
+            size = self._base_size[start:end]
+            if len(self._stale_nodes) and len(nodes):
+                keep = ~np.isin(nodes, self._stale_nodes)
+                nodes, freq, size = nodes[keep], freq[keep], size[keep]
+        else:
+            nodes, freq, size = _EMPTY.nodes, _I32, _I32
+        fresh = self._fresh.get(term)
+        if fresh:
+            more = list(fresh.items())
+            nodes = np.concatenate([nodes, np.array([m for m, _ in more], np.int64)])
+            freq = np.concatenate([freq, np.array([c for _, c in more], np.int32)])
+            size = np.concatenate([size, np.array([self._docs[m].size for m, _ in more], np.int32)])
+        return _Postings(nodes, freq.astype(np.float64), size.astype(np.float64))
+
+    def _part(self, term: int) -> tuple[_Postings, npt.NDArray[np.float64]] | None:
+        """Term id ``term``'s postings and what it adds to each one's score (kept until the
+        next write: it depends on the row count and the average length); None if no node
+        holds it."""
+        if term < 0:
+            return None
         found = self._parts.get(term)
         if found is None:
+            p = self._postings(term)
+            if not len(p.nodes):
+                return None
             weight = idf(self._rows, len(p.nodes))
             # fts5_aux.c: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))),
             # in this order, so the sums are FTS5's to the bit.
             norm = K1 * ((1 - B) + (B * p.size) / self._average)
-            found = self._parts[term] = weight * ((p.freq * (K1 + 1.0)) / (p.freq + norm))
+            found = self._parts[term] = (p, weight * ((p.freq * (K1 + 1.0)) / (p.freq + norm)))
         return found
 
     def _ranked(
-        self, terms: list[str | None], postings: list[_Postings | None], n: int
+        self, parts: list[tuple[_Postings, npt.NDArray[np.float64]] | None], n: int
     ) -> list[tuple[int, float]]:
-        """The ``n`` best nodes of the phrases' postings by fts5_aux.c's bm25 (phrases
-        in the expression's order: FTS5 adds their parts in that order)."""
-        present = [p for p in postings if p is not None and len(p.nodes)]
+        """The ``n`` best nodes by fts5_aux.c's bm25, the phrases' parts added in the
+        expression's order as FTS5 adds them (a phrase absent from a row adds 0.0:
+        nothing changes)."""
+        present = [p for p in parts if p is not None]
         if not present or n <= 0:
             return []
-        top = max(int(p.nodes[-1]) for p in present)
-        dense = top < _DENSE_SPAN * max(len(self._text), 1) + 1024
+        top = max(int(p.nodes.max()) for p, _ in present)
+        dense = top < _DENSE_SPAN * max(len(self._docs), 1) + 1024
         if dense:
             scores = np.zeros(top + 1)
-        else:
-            universe, inverse = np.unique(
-                np.concatenate([p.nodes for p in present]), return_inverse=True
-            )
-            scores = np.zeros(len(universe))
-            at = 0
-        for term, p in zip(terms, postings, strict=True):
-            if term is None or p is None or not len(p.nodes):
-                continue  # FTS5 adds 0.0 for a phrase absent from a row: nothing changes
-            part = self._part(term, p)
-            if dense:
+            for p, part in present:
                 scores[p.nodes] += part
-            else:
-                scores[inverse[at : at + len(p.nodes)]] += part
-                at += len(p.nodes)
-        if dense:
             nodes = np.flatnonzero(scores)
             values = scores[nodes]
         else:
-            nodes, values = universe, scores
+            nodes, inverse = np.unique(
+                np.concatenate([p.nodes for p, _ in present]), return_inverse=True
+            )
+            values = np.zeros(len(nodes))
+            at = 0
+            for p, part in present:
+                values[inverse[at : at + len(p.nodes)]] += part
+                at += len(p.nodes)
         if len(values) > n:
             cut = np.partition(values, len(values) - n)[len(values) - n]
             keep = values >= cut

@@ -88,17 +88,41 @@ def replace_nodes(store: Store, contents: list[str]) -> None:
 @settings(
     max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(contents=texts, match=queries, n=st.integers(min_value=1, max_value=12))
+@given(
+    contents=texts,
+    match=queries,
+    n=st.integers(min_value=1, max_value=12),
+    edits=st.lists(st.tuples(st.integers(min_value=0, max_value=20), texts), max_size=4),
+)
 def test_the_index_ranks_every_node_text_and_query_as_fts5s_bm25_does(
-    store: Store, contents: list[str], match: str, n: int
+    store: Store, contents: list[str], match: str, n: int, edits: list[tuple[int, list[str]]]
 ) -> None:
     # One index follows the store across examples (each replaces every node: row ids
-    # grow, so both score layouts run); a fresh one builds from nothing.
+    # grow, so both score layouts run), then across a few edits of single nodes
+    # (rewritten, deleted, added: the postings written since the base); a fresh one
+    # builds from nothing.
     followed = index_for(store)
     replace_nodes(store, contents)
     for index in (followed, KeywordIndex()):
         assert_ranks_as_fts(index, store, match)
         assert_ranks_as_fts(index, store, match, n)
+    for at, (text, *_) in edits:
+        ids = [int(r[0]) for r in store.execute("SELECT id FROM nodes ORDER BY id")]
+        with store.transaction():
+            if ids and at % 3 == 0:
+                store.execute("DELETE FROM nodes WHERE id = ?", (ids[at % len(ids)],))
+            elif ids and at % 3 == 1:
+                store.execute(
+                    "UPDATE nodes SET content = ? WHERE id = ?", (text, ids[at % len(ids)])
+                )
+            else:
+                store.execute(
+                    "INSERT INTO nodes (node_id, kind, content, created_at) "
+                    "VALUES (?, 'teaching', ?, '2026-01-01T00:00:00Z')",
+                    (f"nd_new_{max(ids, default=0)}", text),
+                )
+        assert_ranks_as_fts(followed, store, match)
+        assert_ranks_as_fts(followed, store, match, n)
 
 
 def test_a_word_of_several_tokens_is_left_to_fts5(store: Store) -> None:
