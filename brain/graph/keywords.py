@@ -31,6 +31,7 @@ Tested in tests/brain/graph/test_keywords.py.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter, OrderedDict
 from typing import Final, NamedTuple
@@ -112,6 +113,12 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
     return (value << 8) | data[at + 8], at + 9
 
 
+@functools.lru_cache(maxsize=16_384)
+def _query_tokens(word: str) -> tuple[str, ...]:
+    """``word``'s tokens in a query (remembered: queries repeat their words)."""
+    return tuple(tokens(word, query=True))
+
+
 def _terms(match: str) -> list[str | None] | None:
     """Each phrase's term for an OR of quoted words (``fts_query``'s form), in order.
 
@@ -124,7 +131,7 @@ def _terms(match: str) -> list[str | None] | None:
         word = phrase[1:-1]
         if len(phrase) < 3 or phrase[0] != '"' or phrase[-1] != '"' or '"' in word:
             return None
-        found = tokens(word, query=True)
+        found = _query_tokens(word)
         if len(found) > 1:
             return None
         out.append(found[0] if found else None)
