@@ -200,6 +200,9 @@ class KeywordIndex:
         if rows > MAX_NODES:
             self._clear()
             return False
+        # The texts are read after the records: outside a transaction a write between
+        # the two leaves the index holding newer texts under an older key, which the next
+        # use reads again (the other order would keep older texts under a newer key).
         self._update(dict(store.execute("SELECT id, coalesce(content, '') FROM nodes")))
         self._rows = rows
         self._average = total / rows if rows else 1.0
