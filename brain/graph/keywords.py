@@ -154,6 +154,7 @@ class KeywordIndex:
     def _clear(self) -> None:
         """Forget everything (the graph grew past ``MAX_NODES``, or nothing read yet)."""
         self._key: bytes | None = None
+        self._above = False
         self._rows = 0
         self._average = 1.0
         self._vocab: dict[str, int] = {}
@@ -194,11 +195,13 @@ class KeywordIndex:
         averages = bytes(records.get(_AVERAGES) or b"")
         key = averages + b"/" + bytes(records.get(_STRUCTURE) or b"")
         if key == self._key:
-            return True
+            return not self._above
         rows, at = _varint(averages, 0) if averages else (0, 0)
         total = _varint(averages, at)[0] if averages else 0
         if rows > MAX_NODES:
-            self._clear()
+            if self._docs:
+                self._clear()
+            self._key, self._above = key, True  # until the next write: FTS5 ranks
             return False
         # The texts are read after the records: outside a transaction a write between
         # the two leaves the index holding newer texts under an older key, which the next
@@ -207,7 +210,7 @@ class KeywordIndex:
         self._rows = rows
         self._average = total / rows if rows else 1.0
         self._parts.clear()  # idf and average length changed
-        self._key = key
+        self._key, self._above = key, False
         return True
 
     def _update(self, texts: dict[int, str]) -> None:

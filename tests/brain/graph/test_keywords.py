@@ -132,7 +132,7 @@ def test_a_word_of_several_tokens_is_left_to_fts5(store: Store) -> None:
     assert index.ranking(store, '"mail"', 10) == fts(store, '"mail"', 10)
 
 
-def test_above_the_node_limit_the_index_is_not_built(store: Store, monkeypatch: object) -> None:
+def test_above_the_node_limit_the_index_is_not_built_and_below_it_again_it_is(store: Store, monkeypatch: object) -> None:
     import pytest
 
     assert isinstance(monkeypatch, pytest.MonkeyPatch)
@@ -140,7 +140,12 @@ def test_above_the_node_limit_the_index_is_not_built(store: Store, monkeypatch: 
     monkeypatch.setattr(keywords, "MAX_NODES", 2)
     index = KeywordIndex()
     assert index.ranking(store, '"kestrel"', 10) is None
+    assert index.ranking(store, '"kestrel"', 10) is None  # until the next write
     assert index.nodes == 0
+    with store.transaction():
+        store.execute("DELETE FROM nodes WHERE content = 'osprey'")
+    assert_ranks_as_fts(index, store, '"kestrel"')
+    assert index.nodes == 2
 
 
 def test_the_index_follows_teach_and_a_rewrite_of_the_same_length(
