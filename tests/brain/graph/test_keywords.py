@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -132,10 +133,9 @@ def test_a_word_of_several_tokens_is_left_to_fts5(store: Store) -> None:
     assert index.ranking(store, '"mail"', 10) == fts(store, '"mail"', 10)
 
 
-def test_above_the_node_limit_the_index_is_not_built_and_below_it_again_it_is(store: Store, monkeypatch: object) -> None:
-    import pytest
-
-    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+def test_above_the_node_limit_the_index_is_not_built_and_below_it_again_it_is(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     replace_nodes(store, ["kestrel one", "kestrel two", "osprey"])
     monkeypatch.setattr(keywords, "MAX_NODES", 2)
     index = KeywordIndex()
