@@ -279,7 +279,9 @@ def node_pool(
     semantic = vector_ranking(store, graph, index, query.vector, POOL, allowed)
     # Taught nodes (the learned part) stay out of the pool: their matches must not
     # change how the rest ranks (their ranks, the best score that scales the others).
-    taught = {n for n, _ in lexical + semantic if graph.kind.get(n) not in _SOURCE_KINDS}
+    kind_of = graph.kind.get  # bound once: the loops below look up thousands of nodes
+    sources = _SOURCE_KINDS
+    taught = {n for n, _ in lexical + semantic if kind_of(n) not in sources}
     lexical_all, semantic_all = lexical, semantic
     lexical = [(n, s) for n, s in lexical if n not in taught]
     semantic = [(n, s) for n, s in semantic if n not in taught]
@@ -304,9 +306,10 @@ def node_pool(
         fused[node] = fused.get(node, 0.0) + NEIGHBOUR_SHARE * gain
     taught_scores = _taught_scores(taught, lexical_all, semantic_all)
     linked: dict[int, float] = {}
+    neighbours = graph.neighbours
     for node, score in taught_scores:
-        for target, weight in graph.neighbours(node).items():
-            if weight > 0 and graph.kind.get(target) in _SOURCE_KINDS and allowed(target):
+        for target, weight in neighbours(node).items():
+            if weight > 0 and kind_of(target) in sources and allowed(target):
                 linked[target] = max(linked.get(target, 0.0), score * weight)
     for node in linked:
         fused.setdefault(node, 0.0)  # what a taught node points at is a candidate
@@ -364,9 +367,13 @@ def _taught_scores(
     share = LEXICAL_WEIGHT if semantic else 1.0
     for ranking, part in ((lexical, share), (semantic, 1.0 - share)):
         high = max((s for _, s in ranking), default=0.0)
+        if high <= 0:
+            continue
         for node, score in ranking:
-            if node in taught and high > 0:
-                out[node] = out.get(node, 0.0) + part * min(1.0, max(0.0, score / high))
+            if node in taught:
+                share_of = score / high  # clamped to 0..1 as min(1, max(0, x)) does
+                share_of = 1.0 if share_of > 1.0 else share_of if share_of > 0.0 else 0.0
+                out[node] = out.get(node, 0.0) + part * share_of
     return list(out.items())
 
 
