@@ -231,6 +231,18 @@ class Brain:
         """
         return self._vectors.embed_batch(self._vectors.embedder, batch)
 
+    def embed_ahead(self, batch: int = 4096) -> int:
+        """``embed_pending`` that leaves the next batch at the embedder when it returns:
+        how many rows of the batch it stored were stored (0: nothing queued).
+
+        For the background worker and an embedder that works off this process's
+        interpreter (``ChildStaticEmbedder``): the child embeds one batch while this
+        one is stored and the next taken, and while the caller does other work between
+        calls. Rows at the embedder stay queued until stored (nothing is lost if no
+        call follows), and no row is stored twice (``Embedding.embed_ahead``).
+        """
+        return self._vectors.embed_ahead(self._vectors.embedder, batch)
+
     def embeddings_pending(self) -> int:
         """How many messages and summaries wait to be embedded (checks the identity first)."""
         return self._vectors.pending(self._vectors.embedder)

@@ -81,6 +81,15 @@ class Embeddings:
             return self._batch
         return CHILD_BATCH if isinstance(self.brain.embedder, ChildStaticEmbedder) else BATCH
 
+    def _embed_one(self) -> int:
+        """One embedding batch; with the child embedder, the next one is sent to the
+        child before this one is stored (``Brain.embed_ahead``), so the child embeds
+        while this thread waits for the writer's lock and while the other queues take
+        their turns (in turn, it embedded ~65% of the worker's time at 100k messages)."""
+        if isinstance(self.brain.embedder, ChildStaticEmbedder):
+            return self.brain.embed_ahead(self.batch)
+        return self.brain.embed_pending(self.batch)
+
     def request(self) -> None:
         """Something was written: drain the queue once writes settle."""
         self._last_request = anyio.current_time()
@@ -147,11 +156,7 @@ class Embeddings:
             n = 0
             # Abandoned if cancelled: a hung provider must not hold up a stop.
             if "embedding" not in failed:
-                n = await self._step(
-                    "embedding",
-                    lambda: self.brain.embed_pending(self.batch),
-                    abandon_on_cancel=True,
-                )
+                n = await self._step("embedding", self._embed_one, abandon_on_cancel=True)
                 self.embedded += n
                 progress += n
                 if self._errors.get("embedding"):

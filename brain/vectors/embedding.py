@@ -27,6 +27,7 @@ from brain.errors import EmbedderMismatch, ProviderError
 from brain.progress import Progress, ignore
 from brain.store.connection import Store, StoreLease
 from brain.store.identity import stored_identity
+from brain.vectors.inflight import InFlight
 
 GRAPH_APPROXIMATE_BELOW: Final = 20_000
 """A taught node's neighbours come from the graph index's IVF lists above this many nodes
@@ -57,6 +58,9 @@ class Embedding:
         """grep's index (messages and summaries) for the current embedder, once made."""
         self._graph_index: VectorIndex | None = None
         self._embedder: Embedder | None = None
+        self._ahead_lock = threading.Lock()
+        self._flight: InFlight | None = None
+        """``embed_ahead``'s batch at the embedder, stored by its next call."""
 
     def forget(self) -> None:
         """Drop the indexes (the database was reopened); they are made again on next use."""
@@ -129,6 +133,55 @@ class Embedding:
                     return 0
                 stored = index.put(store, taken, vectors)
             if taken.keys:
+                return stored
+            # Only rows that no longer exist, now dequeued: look again.
+
+    def embed_ahead(self, embedder: Embedder, batch: int = 4096) -> int:
+        """``embed_batch`` with the next batch at the embedder meanwhile: how many rows of
+        the batch stored were stored (0: nothing queued).
+
+        A call takes the next ``batch`` rows after the ones at the embedder, sends them to
+        the embedder once it has answered, and stores the answered batch while they are
+        embedded; the last batch sent stays at the embedder when the call returns, for
+        the next call to store (or for nobody: until stored, its rows stay queued, so a
+        call that fails or never comes loses nothing). Meant for an embedder that works
+        off this process's interpreter (``ChildStaticEmbedder``): its child then embeds
+        while this thread waits for the writer's lock, takes and puts, and while the
+        caller does other work between calls. The rows of two batches never overlap
+        (the next is taken after the last key of the one in flight), and ``put`` stores
+        only rows still queued, so no row is stored twice. One caller at a time.
+        """
+        learn_dim(embedder)
+        with self._ahead_lock:
+            try:
+                return self._embed_ahead(embedder, batch)
+            except BaseException:
+                self._flight = None  # its rows stay queued: the next call takes them again
+                raise
+
+    def _embed_ahead(self, embedder: Embedder, batch: int) -> int:
+        """``embed_ahead`` under its lock."""
+        while True:
+            flight = self._flight
+            self._flight = None
+            index = self.indexes(embedder)[0]
+            if flight is None or flight.index is not index:
+                with self._lease() as store:
+                    first = index.take(store, batch, read_only=True)
+                if not first.keys and not first.gone:
+                    return 0
+                flight = InFlight(embedder, index, first)
+            with self._lease() as store:
+                following = index.take(store, batch, read_only=True, after=flight.last)
+            vectors = flight.result()
+            if following.keys or following.gone:
+                self._flight = InFlight(embedder, index, following)
+            with self._lease() as store:
+                if self.index is not index:  # the embedder changed meanwhile
+                    self._flight = None
+                    return 0
+                stored = index.put(store, flight.pending, vectors)
+            if flight.pending.keys:
                 return stored
             # Only rows that no longer exist, now dequeued: look again.
 

@@ -237,6 +237,7 @@ class VectorIndex:
         conversations: Sequence[int] | None = None,
         kinds: Sequence[Kind] | None = None,
         read_only: bool = False,
+        after: tuple[Kind, int] | None = None,
     ) -> Pending:
         """Up to ``batch`` queued rows with their texts (the queue is left as it is).
 
@@ -246,11 +247,15 @@ class VectorIndex:
         distinct texts of the batch that have no stored vector yet. ``conversations``
         and ``kinds`` (None: any) narrow the rows taken to what one search needs.
         ``read_only``: ``store`` is a read connection; rows that no longer exist are left
-        in ``Pending.gone`` for ``put`` to dequeue.
+        in ``Pending.gone`` for ``put`` to dequeue. ``after``: only rows after this
+        queue key (``embed_ahead``'s next batch, while the one before it is embedded).
         """
         self.verify(store)
         where = []
         bindings: list[Any] = []
+        if after is not None:
+            where.append("(q.kind, q.row_id) > (?, ?)")
+            bindings.extend(after)
         if kinds is not None:
             where.append("q.kind IN (SELECT value FROM json_each(?))")
             bindings.append(orjson.dumps(list(kinds)).decode())

@@ -81,13 +81,13 @@ def test_the_worker_takes_larger_batches_when_a_child_process_embeds_them(db_pat
     try:
         brain.ingest("s", [MessageIn("user", f"message number {i}") for i in range(5)])
         taken: list[int] = []
-        embed_pending = brain.embed_pending
+        embed_ahead = brain.embed_ahead
 
-        def recorded(batch: int = 256) -> int:
+        def recorded(batch: int = 4096) -> int:
             taken.append(batch)
-            return embed_pending(batch)
+            return embed_ahead(batch)
 
-        brain.embed_pending = recorded  # type: ignore[method-assign]
+        brain.embed_ahead = recorded  # type: ignore[method-assign]
         worker = Embeddings(brain, settle_s=0, max_wait_s=0)
         assert worker.batch == CHILD_BATCH
         anyio.run(worker._drain)
