@@ -366,9 +366,9 @@ def test_importing_brain_loads_neither_the_daemon_nor_an_event_loop_library() ->
 PUBLIC = [
     "admit_grant", "assemble", "bootstrap", "charge_grant", "chat", "close", "compact",
     "compact_incremental", "compaction_due", "config", "create_grant", "describe", "draft_answer",
-    "durable", "embed_before_search", "embed_nodes", "embed_pending", "embed_query", "embedder",
-    "embeddings_pending", "embeds_in_process", "entities", "entity", "expand", "expand_query",
-    "get_grant",
+    "durable", "embed_ahead", "embed_before_search", "embed_nodes", "embed_pending", "embed_query",
+    "embedder", "embeddings_pending", "embeds_in_process", "entities", "entity", "expand",
+    "expand_query", "get_grant",
     "get_message", "grep", "group_commit", "health", "index_entities", "info", "info_now",
     "ingest", "learn", "maintain",
     "may_switch_embedder", "path", "prepare_teach", "probe",
