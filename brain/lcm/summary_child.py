@@ -21,29 +21,26 @@ summarised in this process and the next one starts a new child. The child exits
 when its stdin closes (``close``, or this process going away), as a thread would
 have died with the process.
 
-Frames are pickles behind a 4-byte length, between two processes running the
+Frames (``brain.children``) are pickles behind a 4-byte length, between two processes running the
 same code. Tested in tests/brain/lcm/test_summary_child.py.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
-import os
 import pickle
-import struct
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
+
+from brain.children import child_output, receive_frame, send_frame, start_child, stop_child
 
 if TYPE_CHECKING:
     from brain.lcm.summary_contract import Summarizer, SummaryRequest
 
 __all__ = ["ChildSummarizer", "main"]
 
-_HEADER: Final = struct.Struct(">I")
 _EXIT_WAIT_S: Final = 5.0
 _NAMES: Final = {
     "default": "facts",
@@ -119,47 +116,20 @@ class ChildSummarizer:
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        try:
-            proc.wait(_EXIT_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            stop_child(proc, _EXIT_WAIT_S)
 
 
 def _start(name: str) -> subprocess.Popen[bytes]:
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-    return subprocess.Popen(
-        [sys.executable, "-m", "brain.lcm.summary_child", name],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        close_fds=True,
-    )
+    return start_child("brain.lcm.summary_child", name)
 
 
 def _send(out: IO[bytes], obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(_HEADER.pack(len(data)) + data)
-    out.flush()
+    send_frame(out, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _receive(stream: IO[bytes]) -> Any:
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        raise EOFError("the summarizer child closed its output")
-    (size,) = _HEADER.unpack(header)
-    body = stream.read(size)
-    if len(body) < size:
-        raise EOFError("the summarizer child closed its output mid-frame")
-    return pickle.loads(body)  # noqa: S301 (our own child's frame)
+    return pickle.loads(receive_frame(stream, "the summarizer child"))  # noqa: S301 (our own child's frame)
 
 
 def main() -> None:
@@ -168,8 +138,7 @@ def main() -> None:
     from brain.lcm.offline import offline_summarizer
 
     summarizer = offline_summarizer(sys.argv[1] if len(sys.argv) > 1 else "default")
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # stray prints go to stderr, never into the frames
+    out = child_output()
     stdin = sys.stdin.buffer
     while True:
         try:

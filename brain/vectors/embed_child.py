@@ -20,7 +20,7 @@ A child that cannot start, dies or answers garbage is not an error: that batch i
 embedded in this process and the next large one starts a new child. The child
 exits when its stdin closes (``close``, or this process going away).
 
-Frames: a 4-byte length, then a pickled list of texts one way and the rows' raw
+Frames (``brain.children``): a 4-byte length, then a pickled list of texts one way and the rows' raw
 float32 bytes (or a pickled error) the other, between two processes running the
 same code. Tested in tests/brain/vectors/test_embed_child.py and, through the
 daemon, tests/e2e/test_embed_child.py.
@@ -30,16 +30,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import pickle
-import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Final
 
+from brain.children import child_output, receive_frame, send_frame, start_child, stop_child
 from brain.vectors.embedders import StaticEmbedder
 
 if TYPE_CHECKING:
@@ -47,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ChildStaticEmbedder", "main"]
 
-_HEADER: Final = struct.Struct(">I")
 _EXIT_WAIT_S: Final = 5.0
 _CLOSE_WAIT_S: Final = 1.0
 _ROWS: Final = b"R"
@@ -140,55 +137,27 @@ class ChildStaticEmbedder(StaticEmbedder):
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        try:
-            proc.wait(_EXIT_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            stop_child(proc, _EXIT_WAIT_S)
 
 
 def _start() -> subprocess.Popen[bytes]:
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
     # Small products want one BLAS thread (daemon/blas.py); the child makes none anyway.
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    return subprocess.Popen(
-        [sys.executable, "-m", "brain.vectors.embed_child"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        close_fds=True,
-    )
+    return start_child("brain.vectors.embed_child", env={"OPENBLAS_NUM_THREADS": "1"})
 
 
 def _send(out: IO[bytes], data: bytes) -> None:
-    out.write(_HEADER.pack(len(data)) + data)
-    out.flush()
+    send_frame(out, data)
 
 
 def _receive(stream: IO[bytes]) -> bytes:
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        raise EOFError("the embedding child closed its output")
-    (size,) = _HEADER.unpack(header)
-    body = stream.read(size)
-    if len(body) < size:
-        raise EOFError("the embedding child closed its output mid-frame")
-    return body
+    return receive_frame(stream, "the embedding child")
 
 
 def main() -> None:
     """The child: answer each frame of texts on stdin with their rows, until stdin closes."""
     embedder = StaticEmbedder()
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # stray prints go to stderr, never into the frames
+    out = child_output()
     stdin = sys.stdin.buffer
     while True:
         try:

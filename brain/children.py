@@ -1,0 +1,88 @@
+"""Helper child processes of the engine: starting one, its frames, stopping it.
+
+Some of the engine's pure-Python work runs in a child process so that it never
+holds the daemon's interpreter lock: summaries (``brain.lcm.summary_child``) and
+the static embedder's large batches (``brain.vectors.embed_child``). Each child
+is ``python -m MODULE``, with this ``brain`` package first on its path so it
+runs the same code as its parent, talking over its stdin and stdout in frames:
+a 4-byte big-endian length, then the bytes. The child exits when its stdin
+closes.
+
+Tested through its users: tests/brain/lcm/test_summary_child.py and
+tests/brain/vectors/test_embed_child.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Final
+
+__all__ = ["child_output", "receive_frame", "send_frame", "start_child", "stop_child"]
+
+_HEADER: Final = struct.Struct(">I")
+
+
+def start_child(
+    module: str, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``python -m module args...`` with pipes, this ``brain`` first on its path.
+
+    ``env``: variables set for the child unless the parent's environment has them.
+    """
+    root = str(Path(__file__).resolve().parents[1])
+    child_env = dict(os.environ)
+    child_env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [child_env.get("PYTHONPATH")])])
+    for name, value in (env or {}).items():
+        child_env.setdefault(name, value)
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=child_env,
+        close_fds=True,
+    )
+
+
+def stop_child(proc: subprocess.Popen[bytes], wait_s: float) -> None:
+    """Close the child's pipes (it exits when its stdin closes); kill it after ``wait_s``."""
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def send_frame(out: IO[bytes], data: bytes) -> None:
+    """Write one frame and flush it."""
+    out.write(_HEADER.pack(len(data)) + data)
+    out.flush()
+
+
+def receive_frame(stream: IO[bytes], who: str) -> bytes:
+    """Read one frame; EOFError when ``who`` (the other side, for the message) closed."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError(f"{who} closed its output")
+    (size,) = _HEADER.unpack(header)
+    body = stream.read(size)
+    if len(body) < size:
+        raise EOFError(f"{who} closed its output mid-frame")
+    return body
+
+
+def child_output() -> IO[bytes]:
+    """In a child: its frames' output (the real stdout), with fd 1 sent to stderr so
+    stray prints never land inside a frame."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    return out
