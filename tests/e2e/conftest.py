@@ -33,6 +33,21 @@ BRAIN = Path(sys.executable).parent / "brain"
 """The installed console script, next to the interpreter running the tests."""
 
 
+def child_pids(pid: int, module: str) -> list[int]:
+    """The process ids of ``pid``'s children (every thread's) running ``module``."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(p) for p in (task / "children").read_text().split()]
+    return [p for p in found if module in _cmdline(p)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
+
+
 def serve_argv(db: Path, *args: str) -> list[str]:
     """``brain serve --db DB [args]`` with the installed script."""
     return [str(BRAIN), "serve", "--db", str(db), *args]

@@ -11,21 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from protocol.client import Client
-
-
-def _children(pid: int) -> list[int]:
-    """The process ids of ``pid``'s children (every thread's)."""
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(p) for p in (task / "children").read_text().split()]
-    return out
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except FileNotFoundError:
-        return ""
+from tests.e2e.conftest import child_pids
 
 
 def test_a_compaction_through_the_daemon_summarises_in_one_child_process(tmp_path: Path) -> None:
@@ -38,14 +24,12 @@ def test_a_compaction_through_the_daemon_summarises_in_one_child_process(tmp_pat
         for i in range(400)
     ]
     with Client.spawn(tmp_path / "b.db", args=["--auto-compact", "false"]) as client:
-        assert not any("summary_child" in _cmdline(p) for p in _children(client.proc.pid))
+        assert not child_pids(client.proc.pid, "summary_child")
         for session in ("a", "b"):
             client.call("ingest", {"session": session, "messages": turns})
             report = client.call("compact", {"session": session})
             assert report["tokens_after"] < report["tokens_before"]
-            summarizers = [
-                p for p in _children(client.proc.pid) if "brain.lcm.summary_child" in _cmdline(p)
-            ]
+            summarizers = child_pids(client.proc.pid, "brain.lcm.summary_child")
             assert len(summarizers) == 1  # the same child serves the second session
         assembled = client.call("assemble", {"session": "a", "budget": 100_000})
         assert assembled["included"]["summaries"] >= 1

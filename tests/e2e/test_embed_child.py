@@ -16,26 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from protocol.client import Client
-from tests.e2e.conftest import DEADLINE
-
-
-def _children(pid: int) -> list[int]:
-    """The process ids of ``pid``'s children (every thread's)."""
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(p) for p in (task / "children").read_text().split()]
-    return out
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except FileNotFoundError:
-        return ""
+from tests.e2e.conftest import DEADLINE, child_pids
 
 
 def _embedders(pid: int) -> list[int]:
-    return [p for p in _children(pid) if "brain.vectors.embed_child" in _cmdline(p)]
+    return child_pids(pid, "brain.vectors.embed_child")
 
 
 def _embedded(client: Client) -> dict[str, Any]:
