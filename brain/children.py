@@ -23,9 +23,40 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Final
 
-__all__ = ["child_output", "receive_frame", "send_frame", "start_child", "stop_child"]
+__all__ = [
+    "EXIT_WAIT_S",
+    "HasChild",
+    "child_output",
+    "receive_frame",
+    "send_frame",
+    "start_child",
+    "stop_child",
+]
 
 _HEADER: Final = struct.Struct(">I")
+EXIT_WAIT_S: Final = 5.0
+"""How long a child whose stdin closed may take to exit before it is killed."""
+
+
+class HasChild:
+    """Holds at most one helper child (``_proc``): its pid, the running one, stopping it."""
+
+    _proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id (None before it started or after a failure)."""
+        running = self._running()
+        return None if running is None else running.pid
+
+    def _running(self) -> subprocess.Popen[bytes] | None:
+        proc = self._proc
+        return proc if proc is not None and proc.poll() is None else None
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            stop_child(proc, EXIT_WAIT_S)
 
 
 def start_child(

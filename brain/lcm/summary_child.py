@@ -34,14 +34,13 @@ import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any, Final
 
-from brain.children import child_output, receive_frame, send_frame, start_child, stop_child
+from brain.children import HasChild, child_output, receive_frame, send_frame, start_child
 
 if TYPE_CHECKING:
     from brain.lcm.summary_contract import Summarizer, SummaryRequest
 
 __all__ = ["ChildSummarizer", "main"]
 
-_EXIT_WAIT_S: Final = 5.0
 _NAMES: Final = {
     "default": "facts",
     "extractive_v1": "extractive",
@@ -52,7 +51,7 @@ _NAMES: Final = {
 the daemon makes this object before its first answer, and the summarizer loads late)."""
 
 
-class ChildSummarizer:
+class ChildSummarizer(HasChild):
     """The offline summarizer ``name`` (see ``brain.lcm.offline``), run in a child process."""
 
     def __init__(self, name: str = "default") -> None:
@@ -64,15 +63,8 @@ class ChildSummarizer:
         self.name = _NAMES[name]
         self._inner: Summarizer | None = None  # this process's own, made when first needed
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
         self._closed = False
         atexit.register(self.close)
-
-    @property
-    def pid(self) -> int | None:
-        """The running child's process id (None before the first request or after a failure)."""
-        proc = self._proc
-        return None if proc is None or proc.poll() is not None else proc.pid
 
     def summarize(self, request: SummaryRequest) -> str:
         """The inner summarizer's text for ``request``, made by the child when it can be."""
@@ -96,7 +88,7 @@ class ChildSummarizer:
     def _ask(self, request: SummaryRequest) -> str | None:
         """The child's answer, or None when there is no working child (it is then dropped)."""
         try:
-            proc = self._proc if self._proc is not None and self._proc.poll() is None else None
+            proc = self._running()
             if proc is None:
                 self._stop()
                 proc = self._proc = _start(self._name_arg)
@@ -113,11 +105,6 @@ class ChildSummarizer:
             raise body  # the summarizer's own error, as the thread would have raised it
         self._stop()
         return None
-
-    def _stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            stop_child(proc, _EXIT_WAIT_S)
 
 
 def _start(name: str) -> subprocess.Popen[bytes]:

@@ -37,7 +37,7 @@ import threading
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Final
 
-from brain.children import child_output, receive_frame, send_frame, start_child, stop_child
+from brain.children import HasChild, child_output, receive_frame, send_frame, start_child
 from brain.vectors.embedders import StaticEmbedder
 
 if TYPE_CHECKING:
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ChildStaticEmbedder", "main"]
 
-_EXIT_WAIT_S: Final = 5.0
 _CLOSE_WAIT_S: Final = 1.0
 _ROWS: Final = b"R"
 _ERROR: Final = b"E"
@@ -56,7 +55,7 @@ round trip of well under a millisecond; small enough for every batch of a backlo
 stay in process."""
 
 
-class ChildStaticEmbedder(StaticEmbedder):
+class ChildStaticEmbedder(StaticEmbedder, HasChild):
     """``StaticEmbedder`` whose batches of ``min_batch`` texts or more a child process embeds."""
 
     def __init__(self, batch_size: int = 4096, *, min_batch: int = MIN_BATCH) -> None:
@@ -65,15 +64,8 @@ class ChildStaticEmbedder(StaticEmbedder):
         super().__init__(batch_size, compact=True)
         self.min_batch = max(1, min_batch)
         self._child_lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
         self._closed = False
         atexit.register(self.close)
-
-    @property
-    def pid(self) -> int | None:
-        """The running child's process id (None before the first large batch or after a failure)."""
-        proc = self._proc
-        return None if proc is None or proc.poll() is not None else proc.pid
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts`` (see ``StaticEmbedder.embed``); large batches in the child."""
@@ -110,7 +102,7 @@ class ChildStaticEmbedder(StaticEmbedder):
         import numpy as np
 
         try:
-            proc = self._proc if self._proc is not None and self._proc.poll() is None else None
+            proc = self._running()
             if proc is None:
                 self._stop()
                 proc = self._proc = _start()
@@ -134,11 +126,6 @@ class ChildStaticEmbedder(StaticEmbedder):
             raise error  # the embedder's own error, as this process would have raised it
         self._stop()
         return None
-
-    def _stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            stop_child(proc, _EXIT_WAIT_S)
 
 
 def _start() -> subprocess.Popen[bytes]:
