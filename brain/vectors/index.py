@@ -94,6 +94,14 @@ QUIET_MAX_S: Final = 5.0
 """...or after this long at most, however busy the queries keep it."""
 
 
+def _scope_key(conversations: Sequence[int] | None, kinds: Sequence[Kind] | None) -> ScopeKey:
+    """A scope as the per-base caches of ``VectorIndex`` key it."""
+    return (
+        None if conversations is None else tuple(conversations),
+        None if kinds is None else tuple(kinds),
+    )
+
+
 class VectorIndex:
     """Vectors of one database for one embedder; safe to share between threads."""
 
@@ -477,10 +485,7 @@ class VectorIndex:
         Finding a conversation's rows reads the whole conversation column (~1.3 ms at
         1M rows, of a ~7 ms scoped search of a 50k-row conversation).
         """
-        key: ScopeKey = (
-            None if conversations is None else tuple(conversations),
-            None if kinds is None else tuple(kinds),
-        )
+        key = _scope_key(conversations, kinds)
         held = self._scoped
         if held is None or held[0] is not base:
             held = (base, {})
@@ -507,10 +512,7 @@ class VectorIndex:
         scope (gathered each time, cheaply)."""
         if len(positions) < _SCOPE_GATHER_FROM:
             return None
-        key: ScopeKey = (
-            None if conversations is None else tuple(conversations),
-            None if kinds is None else tuple(kinds),
-        )
+        key = _scope_key(conversations, kinds)
         held = self._gathered
         if held is None or held[0] is not base:
             held = (base, {})

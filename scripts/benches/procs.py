@@ -101,6 +101,16 @@ def spawn_daemon(
     return proc
 
 
+def close_client(client: Client, timeout: float) -> None:
+    """Close a tracked daemon's client (killed past ``timeout``) and stop tracking it."""
+    try:
+        client.close(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        client.kill()
+    finally:
+        untrack(client.proc)
+
+
 @contextlib.contextmanager
 def client_daemon(db: Path, log: Path, args: Sequence[str] = ()) -> Iterator[Client]:
     """A ``protocol.client.Client`` over a fresh daemon, answering pings before it is yielded."""
@@ -114,12 +124,7 @@ def client_daemon(db: Path, log: Path, args: Sequence[str] = ()) -> Iterator[Cli
         _show_log_tail(log, exc)
         raise
     finally:
-        try:
-            client.close(timeout=60)
-        except subprocess.TimeoutExpired:
-            client.kill()
-        finally:
-            untrack(client.proc)
+        close_client(client, 60)
 
 
 @contextlib.contextmanager

@@ -20,7 +20,6 @@ bytes on disk per message split by what holds them.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -30,7 +29,7 @@ from typing import Any, Final
 from benches.core import CALL_TIMEOUT_S, SEED, Metrics, Settings, Shared
 from benches.grep import grep_queries, regex_for
 from benches.million import MILLION_BIG, _million_plan, _TextStream
-from benches.procs import child_env, log_tail, track, untrack
+from benches.procs import child_env, close_client, log_tail, track
 from benches.stats import file_bytes, latency_metrics, remove_db
 from brain import Brain, BrainConfig, CompactionConfig, MessageIn
 from protocol.client import Client
@@ -172,15 +171,6 @@ def _spawn(db: Path, log: Path) -> Client:
     return client
 
 
-def _close(client: Client) -> None:
-    try:
-        client.close(timeout=120)
-    except subprocess.TimeoutExpired:
-        client.kill()
-    finally:
-        untrack(client.proc)
-
-
 def _timed(client: Client, method: str, params: list[dict[str, Any]], prefix: str) -> Metrics:
     """p50/p95/max of one call per params, after an untimed warm-up with the first."""
     client.call(method, params[0], timeout=CALL_TIMEOUT_S)
@@ -248,7 +238,7 @@ def scale_reads(db: Path, log: Path) -> Metrics:
         out["cold.ivf_saved_s"] = time.perf_counter() - t0
         time.sleep(2)  # the IVF file is written then renamed; let the writer finish
     finally:
-        _close(client)
+        close_client(client, 120)
     client, figures = _start(db, log, "warm", queries[1])
     out.update(figures)
     try:
@@ -273,7 +263,7 @@ def scale_reads(db: Path, log: Path) -> Metrics:
             print(f"  daemon log tail ({log}):\n{tail}", file=sys.stderr)
         raise
     finally:
-        _close(client)
+        close_client(client, 120)
     out["messages"] = float(messages)
     out.update(disk_split(db, messages))
     return out
