@@ -36,6 +36,7 @@ async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
         fresh_tail_count=params.fresh_tail,
         stubs=params.stubs,
         stub_tokens=params.stub_tokens,
+        detail=params.detail,
     )
     recall = _RECALL_MODES.get(params.recall or "") or ctx.brain.config.recall_mode
     embedded = None

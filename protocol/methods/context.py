@@ -27,6 +27,9 @@ class AssembleParams:
     than this are shown as one-line stubs (recoverable with ``describe``).
     ``recall``: off, shadow or on (default: the daemon's ``recall_mode``), a graph
     query on the newest user message, traced (shadow) or also shown (on).
+    ``detail`` (default true): room left once the history is covered goes to
+    detail, summaries shown as their sources (false: the context list as it is,
+    for a context that changes only when compaction does).
     """
 
     session: str
@@ -36,6 +39,7 @@ class AssembleParams:
     stubs: bool = False
     stub_tokens: int = 1_000
     recall: str | None = None
+    detail: bool = True
 
     FIELDS: ClassVar[tuple[str, ...]] = (
         "session",
@@ -45,6 +49,7 @@ class AssembleParams:
         "stubs",
         "stub_tokens",
         "recall",
+        "detail",
     )
     """The params members it takes; any other is refused before anything else."""
 
@@ -62,8 +67,9 @@ class AssembleParams:
         stubs = f.optional_bool("stubs", default=False)
         stub_tokens = f.optional_int("stub_tokens", default=1_000, minimum=1, maximum=MAX_BUDGET)
         recall = f.optional_choice("recall", RECALL_MODES)
+        detail = f.optional_bool("detail", default=True)
         f.done()
-        return cls(session, budget, fmt, fresh_tail, stubs, stub_tokens, recall)
+        return cls(session, budget, fmt, fresh_tail, stubs, stub_tokens, recall, detail)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,13 +16,14 @@ from dataclasses import asdict
 from brain.config import CompactionConfig
 from brain.errors import NotFound
 from brain.lcm.assemble.fit import drop_rank, pick, split
+from brain.lcm.assemble.history import Plan, Shown, plan
 from brain.lcm.assemble.model import Assembled, AssembleOptions, empty
 from brain.lcm.assemble.recall import recall_cost, with_recall
 from brain.lcm.assemble.tools import paired
-from brain.lcm.assemble.view import Views, ensure_entries, key
+from brain.lcm.assemble.view import View, Views, ensure_entries, key
 from brain.lcm.budgets import follow, follow_due, sizes
 from brain.lcm.context import Conversation, Item, conversation, conversation_by_id, mark_flushed
-from brain.lcm.render import render_anthropic, render_openai
+from brain.lcm.render import PairingReport, Turn, render_anthropic, render_openai
 from brain.store.connection import Store
 from brain.store.readpool import WritePath, on_store
 
@@ -83,39 +84,23 @@ class Assembler:
         room = options.budget - tail_cost - pinned_cost
         recall = recall_cost(options.recall_block, room)
         room -= recall
-        # A cut tail leaves no room for anything older (and a gap would mislead).
+        # A cut tail leaves no room for older detail; a stand-in may still say what is
+        # left out before it.
+        prefix = parts.prefix + [i for i in parts.shed if i.pos not in view.system_positions]
         picked: dict[int, bool] = {}
         if not parts.shed:
             summaries = [view.items[i] for i in view.summary_indices if i < parts.cut]
             picked = pick(store, view, summaries, parts.prefix, room, options)
+        stub_costs = {p: view.entries[key(i)].stub_cost for i in prefix if picked.get(p := i.pos)}
+        history = plan(store, view, conv.session, prefix, picked, room, options, stub_costs)
         # System messages first (OpenAI wants them there; Anthropic takes them
         # out into ``system`` wherever they are).
-        chosen = [(i, False) for i in pinned]
-        chosen += [(i, picked[i.pos]) for i in parts.prefix if i.pos in picked]
-        chosen += [(i, parts.tail_stubs.get(i.pos, False)) for i in tail]
-        kept = len(pinned) + len(tail)  # never given up: the pinned and the tail
-        ensure_entries(store, view, [i for i, _ in chosen])
-        turns, report, tokens = paired(store, conv.id, view, chosen)
+        head = [Shown(i) for i in pinned]
+        tail_shown = [Shown(i, parts.tail_stubs.get(i.pos, False)) for i in tail]
+        chosen, turns, report, tokens = _fit(
+            store, conv.id, view, (head, history, tail_shown), options.budget - recall
+        )
         tokens += recall
-        # Pairing can cost more than the items it was given (an error result
-        # made up for a call never answered, a stub given its call's hint, a
-        # turn split around a dropped call). Then give up the least wanted
-        # items before the tail, raw history oldest first and then summaries
-        # in the reverse of the order they were taken in, until the whole fits
-        # or only the tail is left.
-        while tokens > options.budget and len(chosen) > kept:
-            over = tokens - options.budget
-            drop: set[int] = set()
-            for item, stubbed in sorted(
-                chosen[len(pinned) : len(chosen) - len(tail)], key=lambda c: drop_rank(c[0])
-            ):
-                drop.add(item.pos)
-                over -= view.entries[key(item)].stub_cost if stubbed else item.token_count
-                if over <= 0:
-                    break
-            chosen = [c for c in chosen if c[0].pos not in drop]
-            turns, report, tokens = paired(store, conv.id, view, chosen)
-            tokens += recall
         if recall and options.recall_block:
             turns = with_recall(turns, options.recall_block)
 
@@ -125,8 +110,14 @@ class Assembler:
         else:
             messages = render_openai(turns)
 
-        summaries_in = sum(1 for i, _ in chosen if not i.is_message)
-        summaries_all = len(view.summary_indices)
+        shown_items = [s.item for s in chosen if s.item is not None]
+        summaries_in = sum(1 for i in shown_items if not i.is_message)
+        gaps = [s.gap for s in chosen if s.gap is not None]
+        # What of the context list something in the context stands for: an item shown,
+        # a summary shown as its sources, an item a stand-in names.
+        stood = {i.pos for i in shown_items} | {i.pos for i in history.expanded}
+        stood |= {i.pos for g in gaps for i in g.items}
+        dropped = [i for i in view.items if i.pos not in stood]
         # Written only when the session's budget changes: assemble stays a read.
         changed = False
         if follow_due(conv, options.budget):
@@ -140,17 +131,23 @@ class Assembler:
             budget=options.budget,
             over_budget=tail_cost + pinned_cost > options.budget or tokens > options.budget,
             fresh_tail={"count": len(tail), "tokens": tail_cost, "first_seq": parts.start},
-            included={"summaries": summaries_in, "messages": len(chosen) - summaries_in},
+            included={"summaries": summaries_in, "messages": len(shown_items) - summaries_in},
             dropped={
-                "summaries": summaries_all - summaries_in,
-                "messages": len(view.items) - len(chosen) - (summaries_all - summaries_in),
+                "summaries": sum(1 for i in dropped if not i.is_message),
+                "messages": sum(1 for i in dropped if i.is_message),
             },
             pairing=asdict(report),
-            stubbed=sum(1 for _, s in chosen if s),
+            stubbed=sum(1 for s in chosen if s.stubbed),
             context_tokens=conv.context_tokens,
             flush_recommended=flush,
             recall_tokens=recall,
-            withheld=sum(1 for i, _ in chosen if view.entries[key(i)].withheld),
+            withheld=sum(1 for i in shown_items if view.entries[key(i)].withheld),
+            gaps={
+                "count": len(gaps),
+                "messages": sum(g.messages for g in gaps),
+                "summaries": sum(g.summaries for g in gaps),
+            },
+            expanded=len(history.expanded),
             budget_changed=changed,
         )
 
@@ -177,3 +174,57 @@ class Assembler:
             return True
 
         return write(mark)
+
+
+def _cost(view: View, shown: Shown) -> int:
+    """What ``shown`` costs in the context."""
+    if shown.stubbed and shown.item is not None:
+        return view.entries[key(shown.item)].stub_cost
+    return shown.cost
+
+
+def _give_up_rank(shown: Shown) -> tuple[int, int, int]:
+    """``fit.drop_rank`` for what is shown; a stand-in goes last."""
+    if shown.item is None:
+        return (2, 0, 0)
+    return drop_rank(shown.item)
+
+
+def _fit(
+    store: Store,
+    conversation_id: int,
+    view: View,
+    parts: tuple[list[Shown], Plan, list[Shown]],
+    budget: int,
+) -> tuple[list[Shown], list[Turn], PairingReport, int]:
+    """The pinned items, the history's plan and the tail, paired, made to fit ``budget``:
+    (what is shown, its turns, the pairing report, their cost).
+
+    Pairing can cost more than the items it was given (an error result made up for
+    a call never answered, a stub given its call's hint, a turn split around a
+    dropped call). Then less detail is shown, the newest expansion undone first;
+    then the least wanted items before the tail are given up, raw history oldest
+    first and then summaries in the reverse of the order they were taken in, until
+    the whole fits or only the pinned items and the tail are left.
+    """
+    head, history, tail = parts
+    chosen = head + history.shown() + tail
+    ensure_entries(store, view, [s.item for s in chosen if s.item is not None])
+    turns, report, tokens = paired(store, conversation_id, view, chosen)
+    while tokens > budget and history.coarser():
+        chosen = head + history.shown() + tail
+        turns, report, tokens = paired(store, conversation_id, view, chosen)
+    middle = history.shown()
+    while tokens > budget and middle:
+        over = tokens - budget
+        drop: list[Shown] = []
+        for shown in sorted(middle, key=_give_up_rank):
+            drop.append(shown)
+            over -= _cost(view, shown)
+            if over <= 0:
+                break
+        history.give_up(drop)
+        middle = history.shown()
+        chosen = head + middle + tail
+        turns, report, tokens = paired(store, conversation_id, view, chosen)
+    return chosen, turns, report, tokens

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Final
 
 from brain.lcm.assemble.model import AssembleOptions
 from brain.lcm.assemble.view import View, ensure_entries, entry, key
 from brain.lcm.context import Conversation, Item, tail_start
 from brain.lcm.pairing import answered_messages
 from brain.store.connection import Store
+
+GAP_RESERVE: Final = 120
+"""Tokens the tail leaves free when history lies before it, so that a stand-in for what
+the context leaves out of that history (``history.Gap``, about 80-100 tokens) fits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +57,16 @@ def split(
     tail = view.items[cut:]
     pinned, prefix = _pinned(view, view.items[:cut])
 
-    tail, tail_stubs, shed = fit_tail(store, conv, view, tail, options.budget, pinned)
+    # With history before the tail (or a tail that must be cut), room for a stand-in
+    # is kept, in case not all of that history can be shown.
+    whole = tail
+    tail, tail_stubs, shed = fit_tail(
+        store, conv, view, whole, options.budget - (GAP_RESERVE if prefix else 0), pinned
+    )
+    if shed and not prefix:
+        tail, tail_stubs, shed = fit_tail(
+            store, conv, view, whole, options.budget - GAP_RESERVE, pinned
+        )
     if shed:
         # Cut system messages stay pinned; the rest of the cut tail is history
         # that did not fit (nothing before it fits either: there is no room).

@@ -6,12 +6,14 @@ its arguments and results: plain records).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final, Literal
 
 from brain.lcm.render import PairingReport
 
 Format = Literal["openai", "anthropic"]
+GAP_COUNTS: Final = ("count", "messages", "summaries")
+"""The members of ``Assembled.gaps``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +27,9 @@ class AssembleOptions:
     stub_tokens: int = 1_000
     recall_block: str | None = None
     """Text to show after the summaries (a graph query's context block), if it fits."""
+    detail: bool = True
+    """Spend the room left on detail: summaries shown as their sources
+    (``brain.lcm.assemble.history``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,11 @@ class Assembled:
     withheld: int = 0
     """Summaries shown as placeholders: a source was suppressed and the rebuild of the
     rest has not landed yet (``brain.lcm.suppress``)."""
+    gaps: dict[str, int] = field(default_factory=lambda: dict.fromkeys(GAP_COUNTS, 0))
+    """Stand-ins for history left out (``brain.lcm.assemble.history``): how many, and the
+    raw messages and summaries of the context list they stand for (not ``dropped``)."""
+    expanded: int = 0
+    """Summaries shown as their sources, to use the budget for detail."""
     budget_changed: bool = False
     """The session follows this call's budget from now on (``brain.lcm.budgets``): the
     daemon then looks for compaction to do. Not sent on the wire."""

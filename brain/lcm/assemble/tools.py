@@ -12,8 +12,9 @@ properties over generated tool conversations).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from brain.lcm.assemble.view import View, key
-from brain.lcm.context import Item
 from brain.lcm.pairing import results_of_calls
 from brain.lcm.render import (
     Matched,
@@ -25,20 +26,29 @@ from brain.lcm.render import (
 )
 from brain.store.connection import Store
 
+if TYPE_CHECKING:
+    from brain.lcm.assemble.history import Shown
+
 
 def paired(
-    store: Store, conversation_id: int, view: View, chosen: list[tuple[Item, bool]]
+    store: Store, conversation_id: int, view: View, chosen: list[Shown]
 ) -> tuple[list[Turn], PairingReport, int]:
-    """The chosen items' turns (item, shown as a stub) with tool calls and results paired,
-    and their cost."""
+    """The chosen items' turns (items, as stubs or not, and stand-ins) with tool calls
+    and results paired, and their cost."""
     turns: list[Turn] = []
     cost_of: dict[int, int] = {}
     shown: set[int] = set()  # seqs of the messages chosen
-    for item, stubbed in chosen:
+    for one in chosen:
+        if one.gap is not None:
+            turns.append(one.gap.turn)
+            cost_of[id(one.gap.turn)] = one.gap.cost
+            continue
+        item = one.item
+        assert item is not None
         entry = view.entries[key(item)]
-        turn = entry.stub if stubbed and entry.stub is not None else entry.turn
+        turn = entry.stub if one.stubbed and entry.stub is not None else entry.turn
         turns.append(turn)
-        cost_of[id(turn)] = entry.stub_cost if stubbed else item.token_count
+        cost_of[id(turn)] = entry.stub_cost if one.stubbed else item.token_count
         if item.is_message:
             shown.add(turn.seq)
     # One match serves both the store lookup and the pairing itself.

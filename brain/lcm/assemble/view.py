@@ -53,6 +53,10 @@ class View:
     summary_indices: list[int] = field(default_factory=list)
     system_positions: set[int] = field(default_factory=set)
     """Positions of the (visible) system messages: pinned, never dropped."""
+    sources: dict[tuple[str, int], list[Item] | None] = field(default_factory=dict)
+    """A summary's sources as items, by the summary's entry key (``history``); None:
+    it is not to be opened. A summary never changes, and a suppression rebuilds the
+    view."""
 
 
 class Views:

@@ -328,15 +328,27 @@ def assert_assembled(brain: Brain, session: str, result: Assembled, fmt: str) ->
     texts = output_texts(result.messages, fmt)
     summary_ids = [m.group(1) for t in texts if (m := SUMMARY_XML.match(t))]
     assert len(summary_ids) == result.included["summaries"]
+    # A summary shown is in the context list, or under one there (shown as its sources
+    # to use the room for detail).
     in_context = {
         str(r[0])
         for r in store.execute(
-            "SELECT s.summary_id FROM context_items c JOIN summaries s ON s.id = c.summary_id "
-            "WHERE c.conversation_id = ?",
+            "WITH RECURSIVE under(id) AS ("
+            "SELECT summary_id FROM context_items WHERE conversation_id = ? "
+            "AND summary_id IS NOT NULL UNION "
+            "SELECT ss.child_id FROM summary_sources ss JOIN under u ON ss.summary_id = u.id "
+            "WHERE ss.child_id IS NOT NULL) "
+            "SELECT s.summary_id FROM under u JOIN summaries s ON s.id = u.id",
             (conv.id,),
         )
     }
     assert set(summary_ids) <= in_context
+    # Nothing is left out silently: what is not shown is named by a stand-in, unless not
+    # even a stand-in fits (then it is counted as dropped and no stand-in is shown).
+    gap_texts = [t for t in texts if t.startswith("<history_gap ")]
+    assert len(gap_texts) == result.gaps["count"]
+    if result.dropped["messages"] or result.dropped["summaries"]:
+        assert result.gaps["count"] == 0, (result.dropped, result.gaps)
     assert all(t.startswith('<summary id="sum_') for t in texts if "<summary" in t[:10])
 
     # Every text of the tail's messages is in the output, in order, after the summaries.

@@ -89,7 +89,7 @@ def test_compaction_starts_at_a_share_of_the_followed_budget_not_at_the_threshol
     brain.ingest("s", chat(120))  # ~6,000 tokens: far under the 20,000 threshold
     assert brain.compact_incremental("s").summaries == []
     before = brain.assemble("s", AssembleOptions(budget=4_000))
-    assert before.dropped["messages"] > 0  # history the context cannot hold yet
+    assert before.gaps["messages"] > 0  # history the context cannot hold yet
     assert brain.compaction_due("s")
     report = brain.compact_incremental("s")
     assert report.leaf_passes > 0

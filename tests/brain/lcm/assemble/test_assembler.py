@@ -218,7 +218,9 @@ def test_a_tail_too_big_even_as_stubs_is_cut_to_the_newest_user_turn(db_path: Pa
         assert out.tokens <= 1_000
         assert output_texts(out.messages, "openai")[-1] == "and now?"
         assert out.fresh_tail["count"] < 32
-        assert out.dropped["messages"] == 41 - out.fresh_tail["count"]
+        # What the cut tail leaves out is named by one stand-in, not dropped unseen.
+        assert out.dropped == {"summaries": 0, "messages": 0}
+        assert out.gaps == {"count": 1, "messages": 41 - out.fresh_tail["count"], "summaries": 0}
 
 
 def test_fresh_tail_zero_keeps_only_the_newest_user_turn_and_what_follows(db_path: Path) -> None:
@@ -269,14 +271,15 @@ def test_summaries_go_in_before_raw_history(small: Brain) -> None:
     small.ingest("s", chat(40))
     small.compact("s")
     small.ingest("s", chat(6, start=40))
-    full = assemble(small, "s", 100_000)
+    full = assemble(small, "s", 100_000, detail=False)
     summaries = full.included["summaries"]
     assert summaries >= 1
     assert full.included["messages"] > full.fresh_tail["count"]
     # Room for the tail and the summaries only: raw history is what goes.
-    tight = assemble(small, "s", full.tokens - 1)
+    tight = assemble(small, "s", full.tokens - 1, detail=False)
     assert tight.included["summaries"] == summaries
-    assert tight.dropped["messages"] >= 1
+    assert tight.gaps["messages"] >= 1  # named by a stand-in
+    assert tight.dropped == {"summaries": 0, "messages": 0}
 
 
 def test_when_pairing_overflows_the_budget_the_newest_summary_goes_not_the_oldest(
@@ -290,7 +293,7 @@ def test_when_pairing_overflows_the_budget_the_newest_summary_goes_not_the_oldes
     unanswered += [call("u1", "b.py"), MessageIn("assistant", "moving on again")]
     small.ingest("s", [*chat(10, start=60), MessageIn("user", "read them"), *unanswered])
     small.compact("s")
-    full = assemble(small, "s", 100_000)
+    full = assemble(small, "s", 100_000, detail=False)
     assert full.pairing["synthesized"] == 2  # answers the selection does not count
     assert full.included["messages"] == full.fresh_tail["count"]  # nothing raw before the tail
     shown = [summary_id(t) for t in output_texts(full.messages, "openai") if "<summary" in t[:9]]
@@ -302,9 +305,9 @@ def test_when_pairing_overflows_the_budget_the_newest_summary_goes_not_the_oldes
         )
     )
     assert full.tokens > budget
-    tight = assemble(small, "s", budget)
+    tight = assemble(small, "s", budget, detail=False)
     assert tight.tokens <= budget
-    assert tight.dropped["summaries"] >= 1
+    assert tight.gaps["summaries"] >= 1  # named by a stand-in
     kept = [summary_id(t) for t in output_texts(tight.messages, "openai") if "<summary" in t[:9]]
     assert kept[0] == shown[0]
     assert shown[-1] not in kept
@@ -324,7 +327,7 @@ def test_summaries_are_xml_user_messages_in_context_order(small: Brain) -> None:
         )
     ]
     assert len(ids) >= 2
-    openai = assemble(small, "s", 100_000, "openai")
+    openai = assemble(small, "s", 100_000, "openai", detail=False)
     shown = [m for m in openai.messages if SUMMARY_XML.match(str(m["content"]))]
     assert [summary_id(m["content"]) for m in shown] == ids
     assert all(m["role"] == "user" for m in shown)
@@ -333,7 +336,7 @@ def test_summaries_are_xml_user_messages_in_context_order(small: Brain) -> None:
     assert re.fullmatch(r'<summary id="sum_[0-9a-f]{16}" .*</summary>', first, re.DOTALL)
     assert "<content>\n" in first
 
-    anthropic = assemble(small, "s", 100_000, "anthropic")
+    anthropic = assemble(small, "s", 100_000, "anthropic", detail=False)
     head = anthropic.messages[0]
     assert head["role"] == "user"  # consecutive user turns merge into one user message
     blocks = head["content"][: len(ids)]
@@ -374,7 +377,7 @@ def test_a_result_whose_call_was_folded_is_dropped_not_orphaned(small: Brain) ->
     small.ingest("s", [MessageIn("user", "go"), call("c1", "a.py"), *chat(30, start=1)])
     small.compact("s")
     small.ingest("s", [result("c1", "very late")])
-    out = assemble(small, "s", 10_000)
+    out = assemble(small, "s", 10_000, detail=False)
     assert out.pairing["dropped_results"] == 1
     assert "very late" not in str(out.messages)
 
@@ -442,14 +445,14 @@ def test_another_engines_ingest_and_compaction_are_seen_on_the_next_assemble(
     small: Brain, cold: Brain
 ) -> None:
     small.ingest("s", chat(40))
-    before = assemble(small, "s", 100_000)
+    before = assemble(small, "s", 100_000, detail=False)
     assert before.included["summaries"] == 0
     cold.compact("s")
-    after = assemble(small, "s", 100_000)
+    after = assemble(small, "s", 100_000, detail=False)
     assert after.included["summaries"] >= 1
     assert after.tokens < before.tokens
     cold.ingest("s", [MessageIn("user", "one more thing")])
-    assert assemble(small, "s", 100_000).messages[-1]["content"] == "one more thing"
+    assert assemble(small, "s", 100_000, detail=False).messages[-1]["content"] == "one more thing"
 
 
 def test_assembling_a_session_with_no_messages_yet_is_an_empty_context(small: Brain) -> None:
@@ -470,7 +473,7 @@ def test_assembling_a_session_with_no_messages_yet_is_an_empty_context(small: Br
 SYSTEM = "You are a careful assistant. Answer in English. Never delete files."
 
 
-def test_a_system_message_is_pinned_first_and_counted_while_older_history_is_dropped(
+def test_a_system_message_is_pinned_first_and_counted_while_older_history_gives_way(
     small: Brain,
 ) -> None:
     small.ingest("s", [MessageIn("system", SYSTEM), *chat(60)])
@@ -479,7 +482,8 @@ def test_a_system_message_is_pinned_first_and_counted_while_older_history_is_dro
         result = assemble(small, "s", budget)
         assert result.messages[0] == {"role": "system", "content": SYSTEM}
         assert [m["role"] for m in result.messages].count("system") == 1
-        assert result.dropped["messages"] > 0  # older history gave way, not the system message
+        # Older history gave way (a stand-in names it), not the system message.
+        assert result.gaps["messages"] > 0
         assert result.tokens <= budget
         anthropic = assemble(small, "s", budget, "anthropic")
         assert anthropic.system == SYSTEM
