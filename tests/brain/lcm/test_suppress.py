@@ -36,8 +36,8 @@ def _small(path: object) -> Brain:
     return Brain(path, BrainConfig(compaction=compaction))  # type: ignore[arg-type]
 
 
-def _assembled_text(brain: Brain) -> str:
-    result = brain.assemble("s", AssembleOptions(budget=100_000))
+def _assembled_text(brain: Brain, *, detail: bool = True) -> str:
+    result = brain.assemble("s", AssembleOptions(budget=100_000, detail=detail))
     return "\n".join(str(m.get("content")) for m in result.messages)
 
 
@@ -92,8 +92,9 @@ def test_a_suppressed_summary_disappears_from_assemble_grep_and_describe(tmp_pat
             )
         )
         shown = f'<summary id="{summary_id}"'
-        assert shown in _assembled_text(brain)
+        assert shown in _assembled_text(brain, detail=False)
         brain.suppress([summary_id], session="s")
+        assert shown not in _assembled_text(brain, detail=False)
         assert shown not in _assembled_text(brain)
         hits = brain.grep(GrepOptions("pipeline", scope="summaries"), session="s")
         assert summary_id not in {h.id for h in hits}

@@ -296,7 +296,7 @@ def test_a_late_tool_result_pulls_the_tail_back_but_never_over_a_summary(small: 
     small.compact("s")
     small.ingest("s", [MessageIn("tool", "late output", client_id="late", tool_call_id="c1")])
     assert_invariants(small, "s")  # the tail starts after every summary
-    result = small.assemble("s", AssembleOptions(budget=10_000))
+    result = small.assemble("s", AssembleOptions(budget=10_000, detail=False))
     assert result.pairing["dropped_results"] == 1  # its call is folded: no orphan is shown
     assert all(m["role"] != "tool" for m in result.messages)
 
