@@ -14,6 +14,13 @@ indexed reads) and ends at once when there is not, so ``active`` (reported by
 ``info``) falls back to 0 as soon as a host's turn needs no compaction; during
 a burst that costs one check per request until compaction is due, then the
 task waits out the burst as before.
+A host that never goes quiet (a tool loop with fast tools and model, a replay,
+several writers on one session) would outrun that wait: history the context
+cannot hold piles up with no summary to stand for it. So an ``assemble`` that had
+to leave history out (a stand-in named it) asks with ``urgent``: the task starts
+at once, or stops waiting, and folds back to back while assembles keep finding
+history left out (each pass commits alone and the summarizer runs in its own
+process, so requests go on between passes).
 ``request(session, rebuild_only=True)`` (after a ``suppress``) only rebuilds
 the summaries it withheld, whatever ``auto`` says; a compaction rebuilds them
 first too. ``run`` executes an explicit ``compact`` in the same worker pool.
@@ -52,6 +59,7 @@ class Compactions:
         self._running: set[str] = set()
         self._again: set[str] = set()
         self._fold: set[str] = set()  # sessions that asked for compaction, not only rebuilds
+        self._urgent: set[str] = set()  # sessions whose assemble left history out
         self._tg: anyio.abc.TaskGroup | None = None
         self.completed = 0
 
@@ -64,14 +72,17 @@ class Compactions:
         """Sessions with a background compaction running."""
         return len(self._running)
 
-    def request(self, session: str, *, rebuild_only: bool = False) -> None:
+    def request(self, session: str, *, rebuild_only: bool = False, urgent: bool = False) -> None:
         """Make sure the session gets compacted if it is over the threshold (or, with
-        ``rebuild_only``, that its withheld summaries get rebuilt)."""
+        ``rebuild_only``, that its withheld summaries get rebuilt); ``urgent``: without
+        waiting for the session to go quiet (its context is leaving history out)."""
         if self._tg is None:
             return
         self._last[session] = anyio.current_time()
         if not rebuild_only:
             self._fold.add(session)
+        if urgent:
+            self._urgent.add(session)
         if session in self._running:
             self._again.add(session)
             return
@@ -95,10 +106,16 @@ class Compactions:
                         if session not in self._again:
                             return
                         continue
-                # request() records the session's last ingest before starting us.
-                await until_quiet(
-                    lambda: self._last.get(session, 0.0), self.settle_s, self.max_wait_s
-                )
+                # request() records the session's last ingest before starting us. An
+                # urgent request skips the wait, or ends it.
+                if session not in self._urgent:
+                    await until_quiet(
+                        lambda: self._last.get(session, 0.0),
+                        self.settle_s,
+                        self.max_wait_s,
+                        stopped=lambda: session in self._urgent,
+                    )
+                self._urgent.discard(session)
                 fold = session in self._fold
                 self._fold.discard(session)
                 work = self.brain.compact_incremental if fold else self.brain.rebuild_withheld
@@ -124,4 +141,5 @@ class Compactions:
         finally:
             self._running.discard(session)
             self._fold.discard(session)
+            self._urgent.discard(session)
             self._last.pop(session, None)

@@ -51,11 +51,14 @@ async def assemble(ctx: Context, params: AssembleParams) -> dict[str, Any]:
         summaries_only=granted.current.get(),
         embedded=embedded,
     )
-    dropped = result.dropped["messages"] or result.dropped["summaries"]
-    if ctx.brain.config.compaction.auto and (result.budget_changed or dropped):
-        # A new budget to follow, or history the context could not hold: compaction
-        # may have work now (it checks, in the background, after the session is quiet).
-        ctx.compactions.request(params.session)
+    left_out = bool(
+        result.dropped["messages"] or result.dropped["summaries"] or result.gaps["count"]
+    )
+    if ctx.brain.config.compaction.auto and (result.budget_changed or left_out):
+        # A new budget to follow: compaction may have work now (it checks, in the
+        # background, after the session is quiet). History the context could not hold:
+        # at once, whether or not the session pauses (a tool loop never does).
+        ctx.compactions.request(params.session, urgent=left_out)
     elif result.withheld:
         # Withheld by a suppression this process did not see (another process): rebuild.
         ctx.compactions.request(params.session, rebuild_only=True)

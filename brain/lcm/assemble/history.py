@@ -96,8 +96,9 @@ class Plan:
     """Sources of expanded summaries shown as stubs (by entry key)."""
     standing: bool = True
     """Whether left-out runs get stand-ins (False once a stand-in had to go)."""
+    brief: bool = False
+    """Stand-ins say only their span and counts (the full ones did not fit)."""
     _store: Store | None = field(default=None, repr=False)
-    _view: View | None = field(default=None, repr=False)
     _session: str = ""
 
     def shown(self) -> list[Shown]:
@@ -144,7 +145,7 @@ class Plan:
         self.gaps = self._regap() if self.standing else []
 
     def _regap(self) -> list[Gap]:
-        return _gaps(self._store, self._view, self._session, self.prefix, self.picked)
+        return _gaps(self._store, self._session, self.prefix, self.picked, brief=self.brief)
 
 
 def plan(
@@ -162,7 +163,7 @@ def plan(
     ``stub_cost``: the cost of each item ``picked`` shows as a stub. ``picked`` is
     not changed; the plan keeps its own copy.
     """
-    result = Plan(prefix, dict(picked), [], _store=store, _view=view, _session=session)
+    result = Plan(prefix, dict(picked), [], _store=store, _session=session)
     chosen = result.picked
 
     def cost_of(item: Item) -> int:
@@ -170,6 +171,9 @@ def plan(
 
     used = sum(cost_of(i) for i in prefix if i.pos in chosen)
     result.gaps = result._regap()
+    if result.gaps and used + sum(g.cost for g in result.gaps) > room:
+        result.brief = True  # the span alone, before anything shown gives way
+        result.gaps = result._regap()
     # Stand-ins first: give up picks (raw oldest first, then summaries, the last
     # taken first) until they fit beside what is left.
     while result.gaps and used + sum(g.cost for g in result.gaps) > room and chosen:
@@ -186,10 +190,11 @@ def plan(
 
 def _gaps(
     store: Store | None,
-    view: View | None,
     session: str,
     prefix: list[Item],
     chosen: dict[int, bool],
+    *,
+    brief: bool,
 ) -> list[Gap]:
     """One stand-in for each run of ``prefix`` left out of ``chosen``."""
     runs: list[list[Item]] = []
@@ -203,39 +208,42 @@ def _gaps(
     if not runs:
         return []
     assert store is not None
-    return [_gap(store, session, run) for run in runs]
+    return [_gap(store, session, run, brief=brief) for run in runs]
 
 
-def _gap(store: Store, session: str, run: list[Item]) -> Gap:
-    """The stand-in for ``run``: its span and how to read it, in a few dozen tokens."""
+def _gap(store: Store, session: str, run: list[Item], *, brief: bool = False) -> Gap:
+    """The stand-in for ``run``: its span and how to read it, in under a hundred tokens
+    (``brief``: the span and counts alone, in about thirty)."""
     first_seq = run[0].pos
     last_seq = _last_seq(store, run[-1])
     messages = [i.message_id for i in run if i.message_id is not None]
     summaries = [i.summary_id for i in run if i.summary_id is not None]
-    parts = [
+    head = (
         f'<history_gap session="{_attr(session)}" first_seq="{first_seq}" '
-        f'last_seq="{last_seq}" messages="{len(messages)}" summaries="{len(summaries)}">'
-    ]
-    what: list[str] = []
-    if messages:
-        ends = _message_ends(store, messages[0], messages[-1])
-        span = f"{ends[0][0]}" if len(messages) == 1 else f"{ends[0][0]} to {ends[1][0]}"
-        times = f"{ends[0][1]}" if len(messages) == 1 else f"{ends[0][1]} to {ends[1][1]}"
-        noun = "message" if len(messages) == 1 else "messages"
-        what.append(f"{len(messages)} {noun} ({span}, {times}) not yet summarised")
-    if summaries:
-        ids = _summary_ids(store, summaries[:_GAP_SUMMARY_IDS])
-        more = len(summaries) - len(ids)
-        named = ", ".join(ids) + (f" and {more} more" if more > 0 else "")
-        noun = "summary" if len(summaries) == 1 else "summaries"
-        what.append(f"{len(summaries)} {noun} ({named})")
-    parts.append(
-        f"Left out of this context for want of room: {'; '.join(what)}. Seqs {first_seq} to "
-        f"{last_seq} are stored whole: grep in session {session!r}, or describe or "
-        "expand the ids named here, to read them."
+        f'last_seq="{last_seq}" messages="{len(messages)}" summaries="{len(summaries)}"'
     )
-    parts.append("</history_gap>")
-    turn = Turn("user", (Block("text", "\n".join(parts)),), GAP_SOURCE, first_seq)
+    if brief:
+        text = f'{head} note="left out for want of room; grep or describe to read" />'
+    else:
+        what: list[str] = []
+        if messages:
+            (first_id, first_at), (last_id, last_at) = _message_ends(
+                store, messages[0], messages[-1]
+            )
+            span = first_id if len(messages) == 1 else f"{first_id} to {last_id}"
+            times = first_at[:16] if len(messages) == 1 else f"{first_at[:16]} to {last_at[:16]}"
+            what.append(f"messages {span} ({times}), not yet summarised")
+        if summaries:
+            ids = _summary_ids(store, summaries[:_GAP_SUMMARY_IDS])
+            more = len(summaries) - len(ids)
+            noun = "summary" if len(summaries) == 1 else "summaries"
+            what.append(f"{noun} {', '.join(ids)}" + (f" and {more} more" if more > 0 else ""))
+        text = (
+            f"{head}>\nLeft out for want of room, stored whole: {'; '.join(what)}. "
+            "Read them with grep in this session, or describe or expand these ids.\n"
+            "</history_gap>"
+        )
+    turn = Turn("user", (Block("text", text),), GAP_SOURCE, first_seq)
     return Gap(tuple(run), turn, turn_tokens(turn))
 
 
