@@ -25,6 +25,7 @@ count of gap stand-ins shows up without a change here).
 from __future__ import annotations
 
 import collections
+import math
 import random
 import re
 import statistics
@@ -408,13 +409,15 @@ class Series:
             "dropped_summaries_assembles": float(sum(d > 0 for d in dropped_s)),
             "dropped_messages_max": max(dropped_m, default=0.0),
             "dropped_summaries_max": max(dropped_s, default=0.0),
+            "over_budget_tokens_assembles": float(sum(s > 1 for s in shares)),
+            "tokens_max": max((r.get("tokens", 0.0) for r in rows), default=0.0),
             "assemble_p50_ms": percentile(ms, 50),
             "assemble_p95_ms": percentile(ms, 95),
-            "assemble_max_ms": max(ms, default=float("nan")),
-            "used_share_median": statistics.median(shares) if shares else float("nan"),
-            "used_share_min": min(shares, default=float("nan")),
-            "used_share_full_median": statistics.median(full) if full else float("nan"),
-            "used_share_full_min": min(full, default=float("nan")),
+            "assemble_max_ms": max(ms, default=math.nan),
+            "used_share_median": statistics.median(shares) if shares else math.nan,
+            "used_share_min": min(shares, default=math.nan),
+            "used_share_full_median": statistics.median(full) if full else math.nan,
+            "used_share_full_min": min(full, default=math.nan),
         }
         names = sorted({k for r in rows for k in r})
         for name in names:
@@ -686,6 +689,7 @@ def run_evidence(work: Path, samples: Sequence[dict[str, Any]], size: float) -> 
     """Every conversation replayed and settled; each question's evidence against the final
     4,000-token context, overall and per category."""
     rows: list[tuple[str, dict[str, float]]] = []
+    control: list[float] = []
     out: Metrics = {}
     started = time.perf_counter()
     for i, sample in enumerate(samples):
@@ -696,6 +700,10 @@ def run_evidence(work: Path, samples: Sequence[dict[str, Any]], size: float) -> 
         context = normalised(context_text(final))
         words = content_words(context)
         full = normalised("\n".join(turns.values()))
+        for text in turns.values():  # the control: any turn's content words in the context
+            needed = content_words(text)
+            if needed:
+                control.append(len(needed & words) / len(needed))
         for qa in qa_items(sample, turns):
             row = score_question(qa, context, words)
             # the answer can be looked for only where the conversation has it verbatim
@@ -716,10 +724,9 @@ def run_evidence(work: Path, samples: Sequence[dict[str, Any]], size: float) -> 
         answerable = [r for r in group if r["answer_in_conversation"]]
         out[f"{key}answer_in_conversation"] = float(len(answerable))
         out[f"{key}answer_verbatim"] = (
-            statistics.fmean(r["answer_verbatim"] for r in answerable)
-            if answerable
-            else float("nan")
+            statistics.fmean(r["answer_verbatim"] for r in answerable) if answerable else math.nan
         )
+    out["evidence.control_turn_word_share"] = statistics.fmean(control) if control else math.nan
     out["evidence.conversations_replayed"] = float(len(samples))
     out["evidence.run_s"] = time.perf_counter() - started
     return out
