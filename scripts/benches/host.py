@@ -554,6 +554,7 @@ def run_import(client: Client, count: int, budget: int, prefix: str) -> Metrics:
 # -- LoCoMo: replay, settle, look for the answers and the evidence ------------------------------
 
 _WORD: Final = re.compile(r"[a-z0-9]+")
+_TAG: Final = re.compile(r"\s*<([A-Za-z_][\w-]*)[\s>/]")
 _STOP_TEXT: Final = (
     "the a an and or but if of to in on at for with from by as is are was were be been being "
     "it its this that these those i you he she we they me him her us them my your his our "
@@ -610,17 +611,24 @@ def replay(
             out[f"{key}history_over_budget"] = float(history > REPLAY_BUDGET)
     replay_s = time.perf_counter() - started
     final, waited = settled_assemble(client, params)
-    summaries = sum(
-        1 for m in final["messages"] if message_text(m).lstrip().startswith("<summary ")
-    )
+    shown = collections.Counter(shown_as(m) for m in final["messages"])
     out.update(series.metrics(f"{prefix}unpaused."))
     out.update(_settled_metrics(final, REPLAY_BUDGET, waited, f"{prefix}final."))
     out[f"{prefix}turns"] = float(len(messages))
     out[f"{prefix}history_tokens"] = float(history)
     out[f"{prefix}replay_s"] = replay_s
-    out[f"{prefix}final.summaries_shown"] = float(summaries)
-    out[f"{prefix}final.raw_messages_shown"] = float(len(final["messages"]) - summaries)
+    for kind, count in shown.items():
+        out[f"{prefix}final.shown.{kind}"] = float(count)
+    out.setdefault(f"{prefix}final.shown.summary", 0.0)
+    out.setdefault(f"{prefix}final.shown.raw", 0.0)
     return out, final
+
+
+def shown_as(message: Message) -> str:
+    """What a context message is: the tag it opens with (``summary``, or whatever else the
+    daemon shows in place of history), else ``raw``."""
+    found = _TAG.match(message_text(message))
+    return found.group(1) if found else "raw"
 
 
 def qa_items(sample: dict[str, Any], turns: dict[str, str]) -> list[dict[str, Any]]:
@@ -827,4 +835,6 @@ def bench_host(shared: Shared, work: Path) -> Metrics:
         timed("replay", lambda: run_replay(work, longest_conversation(samples), settings.size))
         count = len(samples) if settings.size >= 1 else max(1, round(len(samples) * settings.size))
         timed("evidence", lambda: run_evidence(work, samples[:count], settings.size))
+    else:
+        print("  host: no LoCoMo file (--locomo): replay and evidence not run", file=sys.stderr)
     return out

@@ -47,11 +47,11 @@ _REPLAY_WORDS: Final = _REPLAY_TEXT.split()
 
 
 def locomo_path(given: str | None) -> Path | None:
-    """``--locomo``, else ``../shared/data/locomo/locomo_dev.json`` beside the checkout or the
-    working directory, when it exists."""
+    """``--locomo``, else ``shared/data/locomo/locomo_dev.json`` in a folder above the
+    checkout (a worktree's too) or beside the working directory, when it exists."""
     if given:
         return Path(given)
-    for base in (Path(__file__).resolve().parents[2].parent, Path.cwd().parent):
+    for base in (*Path(__file__).resolve().parents[2].parents, Path.cwd().parent):
         if (base / LOCOMO_DEFAULT).is_file():
             return base / LOCOMO_DEFAULT
     return None

@@ -124,7 +124,8 @@ def test_a_tiny_host_run_reports_every_part_in_one_json_object(tmp_path: Path) -
         assert "used_share" in part["settled"]
     replay = entry["replay"]
     assert replay["turns"] == 40
-    assert replay["final"]["summaries_shown"] + replay["final"]["raw_messages_shown"] > 0
+    assert replay["final"]["shown"]["raw"] > 0
+    assert replay["final"]["shown"]["summary"] >= 0
     assert replay["answers"]["sampled"] <= 30
     assert "unpaused" in entry["replay_checkpoints"]
     evidence = entry["evidence"]
