@@ -73,7 +73,8 @@ trip p50/p95 (3 rounds of 40 queries, traces recorded), the daemon's own
 ``host`` runs only when named in ``--only``, once (about a minute at ``--size 1``; ``--size
 0.05`` is a few seconds): issue 26's fast host through the daemon on its offline defaults.
 The unpaused tool loop in OpenAI and Anthropic shape (120 turns at 6,000), a 200-turn
-Anthropic coding session with parallel tool calls (8,000, ``stubs``), the first assemble
+Anthropic coding session with parallel tool calls (8,000, ``stubs``; and the same in OpenAI
+shape), the first assemble
 after a 600-message import (4,000 and 6,000), and, from ``--locomo``, the longest
 conversation replayed 20 turns a batch at 4,000 (then settled) and every conversation's
 evidence in the final context. ``--size`` scales the turns, the import and the share of each

@@ -322,6 +322,38 @@ def coding_turns(seed: int) -> Iterator[tuple[Message, list[list[Message]], Mess
         n += 1
 
 
+def as_openai(message: Message) -> list[Message]:
+    """An Anthropic-shape message of ``coding_turns`` in OpenAI shape: text blocks joined,
+    ``tool_use`` blocks as ``tool_calls``, a user turn of ``tool_result`` blocks as one
+    ``tool`` message each (the same words, ids and order)."""
+    blocks = message["content"]
+    text = "\n".join(b["text"] for b in blocks if b["type"] == "text")
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    if results:
+        return [
+            {
+                "id": f"{message['id']}-{i}",
+                "role": "tool",
+                "tool_call_id": b["tool_use_id"],
+                "content": b["content"],
+            }
+            for i, b in enumerate(results)
+        ]
+    out: Message = {"id": message["id"], "role": message["role"], "content": text}
+    calls = [
+        {
+            "id": b["id"],
+            "type": "function",
+            "function": {"name": b["name"], "arguments": orjson.dumps(b["input"]).decode()},
+        }
+        for b in blocks
+        if b["type"] == "tool_use"
+    ]
+    if calls:
+        out["tool_calls"] = calls
+    return [out]
+
+
 # -- measuring a series of assembles ---------------------------------------------------------
 
 
@@ -489,18 +521,27 @@ def run_loop(client: Client, shape: str, turns: int, prefix: str) -> Metrics:
     return out
 
 
-def run_coding(client: Client, turns: int, prefix: str) -> Metrics:
-    """The unpaused Anthropic-shape coding session with parallel tool calls, assembled before
-    every model call (after the user's message and after each round of tool results)."""
+def run_coding(client: Client, turns: int, prefix: str, shape: str = "anthropic") -> Metrics:
+    """The unpaused coding session with parallel tool calls, assembled before every model
+    call (after the user's message and after each round of tool results) in ``shape``'s
+    format; ``openai``: the same messages in OpenAI shape (``as_openai``)."""
     session = "coding"
     series = Series(CODING_BUDGET)
-    params = {"session": session, "format": "anthropic", "stubs": True}
+    params = {"session": session, "format": shape, "stubs": True}
+
+    def shaped(messages: Sequence[Message]) -> list[Message]:
+        if shape == "anthropic":
+            return list(messages)
+        return [o for m in messages for o in as_openai(m)]
+
     history = 0
     dropped_turns = 0
     started = time.perf_counter()
     stream = coding_turns(SEED + 261)
     for _ in range(turns):
         user, rounds, answer = next(stream)
+        user, answer = shaped([user])[0], shaped([answer])[0]
+        rounds = [shaped(pair) for pair in rounds]
         before = len(series.rows)
         client.call("ingest", {"session": session, "messages": [user]}, timeout=CALL_TIMEOUT_S)
         history += _tokens([user])
@@ -758,6 +799,8 @@ def host_params(s: Settings) -> dict[str, Any]:
             "assemble": "format anthropic, stubs true, before every model call: after the user's "
             "message and after each of 1-2 rounds of 2-3 parallel tool_use blocks answered by one "
             "user turn of tool_result blocks (20 B to 30 KB)",
+            "coding_openai": "the same messages in OpenAI shape (tool_calls, one tool message "
+            "a result), assembled in format openai: the same conversation in the other shape",
         },
         "import": {
             "messages": s.n(IMPORT_MESSAGES, 20),
@@ -814,9 +857,10 @@ def bench_host(shared: Shared, work: Path) -> Metrics:
         with daemon(f"loop-{shape}") as client:
             return run_loop(client, shape, settings.n(LOOP_TURNS, 3), f"loop_{shape}.")
 
-    def coding() -> Metrics:
-        with daemon("coding") as client:
-            return run_coding(client, settings.n(CODING_TURNS, 3), "coding.")
+    def coding(shape: str) -> Metrics:
+        name = "coding" if shape == "anthropic" else f"coding_{shape}"
+        with daemon(name) as client:
+            return run_coding(client, settings.n(CODING_TURNS, 3), f"{name}.", shape)
 
     def imports() -> Metrics:
         got: Metrics = {}
@@ -828,7 +872,8 @@ def bench_host(shared: Shared, work: Path) -> Metrics:
 
     timed("loop_openai", lambda: loop("openai"))
     timed("loop_anthropic", lambda: loop("anthropic"))
-    timed("coding", coding)
+    timed("coding", lambda: coding("anthropic"))
+    timed("coding_openai", lambda: coding("openai"))
     timed("import", imports)
     if settings.locomo is not None:
         samples = orjson.loads(settings.locomo.read_bytes())

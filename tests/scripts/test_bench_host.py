@@ -110,7 +110,7 @@ def test_a_tiny_host_run_reports_every_part_in_one_json_object(tmp_path: Path) -
     entry = report["host"]
 
     assert code == 0, entry.get("error")
-    for part in ("loop_openai", "loop_anthropic", "coding"):
+    for part in ("loop_openai", "loop_anthropic", "coding", "coding_openai"):
         for figure in SERIES:
             assert isinstance(entry[part][figure], float | int), (part, figure)
         assert entry[part]["fields"]["dropped"]["messages"]["nonzero"] >= 0
@@ -142,6 +142,7 @@ def test_a_tiny_host_run_reports_every_part_in_one_json_object(tmp_path: Path) -
         "loop_openai",
         "loop_anthropic",
         "coding",
+        "coding_openai",
         "import",
         "replay",
         "evidence",
