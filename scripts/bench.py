@@ -70,6 +70,16 @@ graph in brain alone at ``--graph-daemon-nodes`` (default 1,000, 5,000 and
 trip p50/p95 (3 rounds of 40 queries, traces recorded), the daemon's own
 ``traverse_ms``, learn and teach p50, startup and the first query.
 
+``host`` runs only when named in ``--only``, once (about a minute at ``--size 1``;
+``--size 0.05`` is a few seconds): issue 26's fast host through the daemon on its offline
+defaults. The unpaused tool loop in OpenAI and Anthropic shape (120 turns at 6,000), a
+200-turn Anthropic coding session with parallel tool calls (8,000, ``stubs``; and the same
+in OpenAI shape), the first assemble after a 600-message import (4,000 and 6,000), and,
+from ``--locomo``, the longest conversation replayed 20 turns a batch at 4,000 (then
+settled) and every conversation's evidence in the final context. ``--size`` scales the
+turns, the import and the share of each LoCoMo conversation replayed. docs/architecture.md
+(Benchmarks) says what each figure means.
+
 The benchmarks live in ``scripts/benches/``, one module per area (``registry`` lists
 them in order, ``targets`` holds the figures aimed for, ``cli`` is the command line);
 this file is the entry point.

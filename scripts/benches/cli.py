@@ -163,8 +163,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tmp-dir", help="where temporary databases go (default: system temp)")
     parser.add_argument(
         "--locomo",
-        help="a LoCoMo JSON file whose first conversation replay also replays "
-        "(default: ../shared/data/locomo/locomo_dev.json when it exists)",
+        help="a LoCoMo JSON file whose first conversation replay also replays, and that host "
+        "replays (default: shared/data/locomo/locomo_dev.json in a folder above the checkout, "
+        "or beside the working directory, when it exists)",
     )
     parser.add_argument(
         "--grep-messages",

@@ -9,6 +9,7 @@ from benches.core import Bench
 from benches.graph import bench_graph, graph_params
 from benches.graph_daemon import bench_graph_daemon, graph_daemon_params
 from benches.grep import bench_grep, bench_reused_call_ids, grep_params, reused_ids_params
+from benches.host import bench_host, host_params
 from benches.ingest import (
     bench_group_commit,
     bench_ingest_batched,
@@ -299,6 +300,19 @@ BENCHES: Final[tuple[Bench, ...]] = (
         "covering all history from turn 100, tokens",
         replay_params,
         bench_replay,
+    ),
+    Bench(
+        "host",
+        "a host faster than compaction (issue 26), through the daemon: the unpaused tool loop "
+        "in OpenAI and Anthropic shape (120 turns, assemble 6,000), a 200-turn Anthropic coding "
+        "session with parallel tool calls (8,000, stubs), the first assemble after a 600-message "
+        "import, the longest LoCoMo conversation replayed 20 turns a batch (assemble 4,000; "
+        "settled share of the budget used, sampled answers verbatim) and every conversation's "
+        "evidence in the final context; only with --only",
+        host_params,
+        bench_host,
+        opt_in=True,
+        max_runs=1,
     ),
 )
 BENCH_BY_NAME: Final = {b.name: b for b in BENCHES}

@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Final
 
 import orjson
@@ -46,11 +47,11 @@ _REPLAY_WORDS: Final = _REPLAY_TEXT.split()
 
 
 def locomo_path(given: str | None) -> Path | None:
-    """``--locomo``, else ``../shared/data/locomo/locomo_dev.json`` beside the checkout or the
-    working directory, when it exists."""
+    """``--locomo``, else ``shared/data/locomo/locomo_dev.json`` in a folder above the
+    checkout (a worktree's too) or beside the working directory, when it exists."""
     if given:
         return Path(given)
-    for base in (Path(__file__).resolve().parents[2].parent, Path.cwd().parent):
+    for base in (*Path(__file__).resolve().parents[2].parents, Path.cwd().parent):
         if (base / LOCOMO_DEFAULT).is_file():
             return base / LOCOMO_DEFAULT
     return None
@@ -85,18 +86,25 @@ def synthetic_locomo(turns: int, seed: int) -> list[Message]:
     return out
 
 
-def real_locomo(path: Path) -> list[Message]:
-    """The first conversation of a LoCoMo file, mapped as ``scripts/eval_locomo.py`` does."""
+def eval_locomo_module() -> ModuleType:
+    """``scripts/eval_locomo.py`` as a module (how LoCoMo turns become messages)."""
+    if "eval_locomo" in sys.modules:
+        return sys.modules["eval_locomo"]
     spec = importlib.util.spec_from_file_location(
         "eval_locomo", Path(__file__).resolve().parents[1] / "eval_locomo.py"
     )
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("eval_locomo", module)
+    sys.modules["eval_locomo"] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def real_locomo(path: Path) -> list[Message]:
+    """The first conversation of a LoCoMo file, mapped as ``scripts/eval_locomo.py`` does."""
     samples = orjson.loads(path.read_bytes())
-    messages: list[Message] = module.messages_of(samples[0])[0]
+    messages: list[Message] = eval_locomo_module().messages_of(samples[0])[0]
     return messages
 
 
