@@ -51,16 +51,10 @@ class Gap:
     items: tuple[Item, ...]
     turn: Turn
     cost: int
-
-    @property
-    def messages(self) -> int:
-        """Raw messages stood for."""
-        return sum(1 for i in self.items if i.is_message)
-
-    @property
-    def summaries(self) -> int:
-        """Summaries stood for."""
-        return len(self.items) - self.messages
+    messages: int
+    """Raw messages stood for."""
+    summaries: int
+    """Summaries stood for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +93,7 @@ class Plan:
     brief: bool = False
     """Stand-ins say only their span and counts (the full ones did not fit)."""
     _store: Store | None = field(default=None, repr=False)
+    _made: dict[tuple[int, int, int, bool], Gap] = field(default_factory=dict, repr=False)
     _session: str = ""
 
     def shown(self) -> list[Shown]:
@@ -145,7 +140,15 @@ class Plan:
         self.gaps = self._regap() if self.standing else []
 
     def _regap(self) -> list[Gap]:
-        return _gaps(self._store, self._session, self.prefix, self.picked, brief=self.brief)
+        assert self._store is not None
+        gaps: list[Gap] = []
+        for run in _runs(self.prefix, self.picked):
+            # Giving up picks one by one re-forms the same runs: each is written once.
+            found = (run[0].pos, run[-1].pos, len(run), self.brief)
+            if found not in self._made:
+                self._made[found] = _gap(self._store, self._session, run, brief=self.brief)
+            gaps.append(self._made[found])
+        return gaps
 
 
 def plan(
@@ -188,15 +191,8 @@ def plan(
     return result
 
 
-def _gaps(
-    store: Store | None,
-    session: str,
-    prefix: list[Item],
-    chosen: dict[int, bool],
-    *,
-    brief: bool,
-) -> list[Gap]:
-    """One stand-in for each run of ``prefix`` left out of ``chosen``."""
+def _runs(prefix: list[Item], chosen: dict[int, bool]) -> list[list[Item]]:
+    """The runs of ``prefix`` left out of ``chosen``, in order."""
     runs: list[list[Item]] = []
     for n, item in enumerate(prefix):
         if item.pos in chosen:
@@ -205,10 +201,7 @@ def _gaps(
             runs[-1].append(item)
         else:
             runs.append([item])
-    if not runs:
-        return []
-    assert store is not None
-    return [_gap(store, session, run, brief=brief) for run in runs]
+    return runs
 
 
 def _gap(store: Store, session: str, run: list[Item], *, brief: bool = False) -> Gap:
@@ -244,7 +237,7 @@ def _gap(store: Store, session: str, run: list[Item], *, brief: bool = False) ->
             "</history_gap>"
         )
     turn = Turn("user", (Block("text", text),), GAP_SOURCE, first_seq)
-    return Gap(tuple(run), turn, turn_tokens(turn))
+    return Gap(tuple(run), turn, turn_tokens(turn), len(messages), len(summaries))
 
 
 def _expand(store: Store, view: View, result: Plan, left: int, options: AssembleOptions) -> None:
