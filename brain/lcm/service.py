@@ -320,10 +320,18 @@ class LcmService:
     # -- compaction -------------------------------------------------------------
 
     def compact(
-        self, session: str, *, target_tokens: int | None = None, progress: Progress = ignore
+        self,
+        session: str,
+        *,
+        target_tokens: int | None = None,
+        fold_tail: bool = False,
+        progress: Progress = ignore,
     ) -> CompactionReport:
-        """Full sweep (or bounded sweeps down to ``target_tokens``) of a session."""
-        return self.compactor.sweep(self._conversation_id(session), target_tokens, progress)
+        """Full sweep (or bounded sweeps down to ``target_tokens``, into the fresh tail
+        with ``fold_tail`` when nothing else reaches it) of a session."""
+        return self.compactor.sweep(
+            self._conversation_id(session), target_tokens, progress, fold_tail=fold_tail
+        )
 
     def compact_incremental(self, session: str) -> CompactionReport:
         """Fold history if raw tokens outside the fresh tail are over the threshold."""
