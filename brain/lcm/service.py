@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from brain.lcm.compaction import CompactionReport, Compactor
     from brain.lcm.content import MessageIn
     from brain.lcm.entities.lookup import EntityFound, EntityMentions
+    from brain.lcm.hosts import HostTurn
     from brain.lcm.ingest import IngestResult
     from brain.lcm.rollups.build import RefreshReport
     from brain.lcm.summarize import Summarizer
@@ -101,6 +102,7 @@ class LcmService:
         field: str = "messages",
         batch: bool = True,
         create: bool = True,
+        turn: HostTurn | None = None,
     ) -> IngestResult:
         """Append messages to a session; see ``brain.lcm.ingest.ingest``."""
         from brain.lcm.ingest import ingest
@@ -114,6 +116,7 @@ class LcmService:
                 field=field,
                 batch=batch,
                 create=create,
+                turn=turn,
             )
 
     def bootstrap(
