@@ -18,7 +18,18 @@ import pytest
 from protocol.client import Client
 from protocol.errors import InvalidParams
 
-WORDS = "release migration schema daemon budget summary window fixture sqlite pipeline".split()
+WORDS = [
+    "release",
+    "migration",
+    "schema",
+    "daemon",
+    "budget",
+    "summary",
+    "window",
+    "fixture",
+    "sqlite",
+    "pipeline",
+]
 
 
 def _text(i: int) -> str:
@@ -65,7 +76,9 @@ def test_compact_with_fold_tail_reaches_a_target_that_only_the_tail_can_give(
         assert plain["summaries"] == []
         assert plain["tokens_after"] == before["context_tokens"]
 
-        folded = client.call("compact", {"session": "s", "target_tokens": target, "fold_tail": True})
+        folded = client.call(
+            "compact", {"session": "s", "target_tokens": target, "fold_tail": True}
+        )
         assert folded["summaries"]
         assert folded["tokens_after"] <= target
         after = client.call("assemble", {"session": "s", "budget": 100_000})

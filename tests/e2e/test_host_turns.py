@@ -35,7 +35,11 @@ def test_info_reports_each_hosts_last_committed_turn_and_keeps_it_across_restart
         for n in (1, 2):
             client.call(
                 "ingest",
-                {"session": "a", "messages": _turn(n), "turn": {"host": "openclaw", "key": f"k{n}"}},
+                {
+                    "session": "a",
+                    "messages": _turn(n),
+                    "turn": {"host": "openclaw", "key": f"k{n}"},
+                },
             )
         # A batch without the mark (an import, another writer) is not a turn of the host.
         client.call("ingest", {"session": "b", "message": {"role": "user", "content": "plain"}})
