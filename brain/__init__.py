@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from brain.lcm.content import MessageIn
     from brain.lcm.context import conversation as session_conversation
     from brain.lcm.context import tail_start as fresh_tail_start
+    from brain.lcm.hosts import HostTurn
     from brain.lcm.ingest import IngestedMessage, IngestResult
     from brain.lcm.llm_summarizer import LLMSummarizer
     from brain.lcm.offline import offline_summarizer
@@ -129,6 +130,7 @@ _WHERE: dict[str, str] = {
     "MAINTAIN_TASKS": "brain.graph.maintain:TASKS",
     "MaintainOptions": "brain.graph.maintain",
     "MessageIn": "brain.lcm.content",
+    "HostTurn": "brain.lcm.hosts",
     "NewNode": "brain.graph.nodes",
     "NotFound": "brain.errors",
     "OnnxEmbedder": "brain.vectors.embedders",
@@ -207,6 +209,7 @@ __all__ = [
     "HashEmbedder",
     "IVF",
     "Info",
+    "HostTurn",
     "IngestResult",
     "IngestedMessage",
     "InvalidInput",

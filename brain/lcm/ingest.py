@@ -20,6 +20,7 @@ from typing import Final
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.lcm.content import MessageIn, Normalized, message_part_block, normalize, normalize_time
 from brain.lcm.context import find_session
+from brain.lcm.hosts import HostTurn, record_host_turn
 from brain.lcm.ids import GENERATED_ID, public_message_id
 from brain.payloads.files import remove_file, write_file
 from brain.payloads.filetext import index_file
@@ -63,8 +64,13 @@ def ingest(
     batch: bool = True,
     create: bool = True,
     now: datetime | None = None,
+    turn: HostTurn | None = None,
 ) -> IngestResult:
     """Store ``messages`` for ``session`` in one transaction and report what happened.
+
+    ``turn``: the batch is one turn a host committed through brain; recorded as
+    that host's last turn (``brain.lcm.hosts``) in the same transaction, when the
+    batch stored anything (a retried turn, all duplicates, was recorded the first time).
 
     Every message is validated before the transaction starts, so a bad
     message rejects the whole call and stores nothing. ``field`` and ``batch``
@@ -109,6 +115,8 @@ def ingest(
                 IngestedMessage(public_message_id(row_id, msg.client_id), last_seq, False)
             )
         enqueue(store, "message", queued)  # one statement for the batch
+        if turn is not None and queued:
+            record_host_turn(store, turn, session, stamp)
         if added:
             totals = store.one(
                 "UPDATE conversations SET updated_at = ?, context_tokens = context_tokens + ?, "

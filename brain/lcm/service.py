@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from brain.lcm.compaction import CompactionReport, Compactor
     from brain.lcm.content import MessageIn
     from brain.lcm.entities.lookup import EntityFound, EntityMentions
+    from brain.lcm.hosts import HostTurn
     from brain.lcm.ingest import IngestResult
     from brain.lcm.rollups.build import RefreshReport
     from brain.lcm.summarize import Summarizer
@@ -101,6 +102,7 @@ class LcmService:
         field: str = "messages",
         batch: bool = True,
         create: bool = True,
+        turn: HostTurn | None = None,
     ) -> IngestResult:
         """Append messages to a session; see ``brain.lcm.ingest.ingest``."""
         from brain.lcm.ingest import ingest
@@ -114,6 +116,7 @@ class LcmService:
                 field=field,
                 batch=batch,
                 create=create,
+                turn=turn,
             )
 
     def bootstrap(
@@ -320,10 +323,18 @@ class LcmService:
     # -- compaction -------------------------------------------------------------
 
     def compact(
-        self, session: str, *, target_tokens: int | None = None, progress: Progress = ignore
+        self,
+        session: str,
+        *,
+        target_tokens: int | None = None,
+        fold_tail: bool = False,
+        progress: Progress = ignore,
     ) -> CompactionReport:
-        """Full sweep (or bounded sweeps down to ``target_tokens``) of a session."""
-        return self.compactor.sweep(self._conversation_id(session), target_tokens, progress)
+        """Full sweep (or bounded sweeps down to ``target_tokens``, into the fresh tail
+        with ``fold_tail`` when nothing else reaches it) of a session."""
+        return self.compactor.sweep(
+            self._conversation_id(session), target_tokens, progress, fold_tail=fold_tail
+        )
 
     def compact_incremental(self, session: str) -> CompactionReport:
         """Fold history if raw tokens outside the fresh tail are over the threshold."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
+from brain.lcm.hosts import HostTurns, read_host_turns
 from brain.store.connection import Store
 from brain.store.identity import stored_identity
 from brain.version import __version__
@@ -110,6 +111,9 @@ class Info:
     ``entities``/``entity`` read); grep's entity features see them once indexed."""
     retention: RetentionInfo
     """What retention passes took back (``brain.ops.retention``) and the file's free pages."""
+    hosts: dict[str, HostTurns]
+    """Per host integration that marks its turns (``ingest``'s ``turn``): its last turn
+    committed through brain, when, and how many (``brain.lcm.hosts``)."""
 
     def as_dict(self) -> dict[str, Any]:
         """``dataclasses.asdict(self)``, made field by field: asdict deep-copies
@@ -118,6 +122,7 @@ class Info:
         out = {name: getattr(self, name) for name in _INFO_FIELDS}
         out["embeddings"] = {name: getattr(self.embeddings, name) for name in _EMBEDDINGS_FIELDS}
         out["retention"] = {name: getattr(self.retention, name) for name in _RETENTION_FIELDS}
+        out["hosts"] = {name: turns.as_dict() for name, turns in self.hosts.items()}
         return out
 
 
@@ -158,4 +163,5 @@ def read_info(store: Store, *, db: str, embedder: str, dim: int) -> Info:
         embeddings=embeddings,
         entities_pending=counts["entity_backlog"],
         retention=read_retention(store),
+        hosts=read_host_turns(store),
     )

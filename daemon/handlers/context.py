@@ -84,6 +84,7 @@ async def compact(ctx: Context, params: CompactParams) -> dict[str, Any]:
         ctx.brain.compact,
         params.session,
         target_tokens=params.target_tokens,
+        fold_tail=params.fold_tail,
         progress=progress.get() or ignore_progress,
     )
     return _report(report)

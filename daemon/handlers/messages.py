@@ -18,7 +18,13 @@ if TYPE_CHECKING:
 
 
 async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
-    """Store messages; acknowledged only after the transaction commits."""
+    """Store messages; acknowledged only after the transaction commits (with the
+    host's turn mark, when given, recorded in the same transaction)."""
+    turn = None
+    if params.turn is not None:
+        from brain import HostTurn
+
+        turn = HostTurn(params.turn.host, params.turn.key)
     result = await ctx.db(
         ctx.brain.ingest,
         params.session,
@@ -27,6 +33,7 @@ async def ingest(ctx: Context, params: IngestParams) -> dict[str, Any]:
         field="message" if params.single else "messages",
         batch=not params.single,
         create=not granted.current.get(),
+        turn=turn,
     )
     from brain import compaction_sizes
 

@@ -74,12 +74,20 @@ class AssembleParams:
 
 @dataclass(frozen=True, slots=True)
 class CompactParams:
-    """``compact``: ``{"session", "target_tokens"?}`` (a full sweep, or sweeps down to a target)."""
+    """``compact``: ``{"session", "target_tokens"?, "fold_tail"?}`` (a full sweep, or
+    sweeps down to a target).
+
+    ``fold_tail`` (with ``target_tokens`` only): when folding everything outside the
+    fresh tail does not reach the target, fold into the tail too, oldest first, down
+    to the newest user message and what follows it (never split from a tool call's
+    result). For a host whose request overflowed the model's window.
+    """
 
     session: str
     target_tokens: int | None = None
+    fold_tail: bool = False
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("session", "target_tokens")
+    FIELDS: ClassVar[tuple[str, ...]] = ("session", "target_tokens", "fold_tail")
     """The params members it takes; any other is refused before anything else."""
 
     @classmethod
@@ -87,8 +95,12 @@ class CompactParams:
         f = Fields(obj, known=cls.FIELDS)
         session = f.required_str("session")
         target = f.optional_int("target_tokens", default=-1, minimum=0, maximum=MAX_BUDGET)
+        fold_tail = f.optional_bool("fold_tail", default=False)
         f.done()
-        return cls(session, None if target == -1 else target)
+        if fold_tail and target == -1:
+            # A full sweep has no point to stop at: it would fold the tail away.
+            raise InvalidParams("params.fold_tail: needs target_tokens")
+        return cls(session, None if target == -1 else target, fold_tail)
 
 
 @dataclass(frozen=True, slots=True)

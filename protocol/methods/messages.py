@@ -7,6 +7,7 @@ tests/protocol/methods/test_messages.py.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Self
 
@@ -115,20 +116,53 @@ class Message:
         return message
 
 
+HOST_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMark:
+    """``ingest``'s ``turn``: ``{"host", "key"?}``, the batch is one turn the named host
+    integration committed through brain; ``info.hosts`` reports each host's last one.
+
+    ``host``: 1..64 letters, digits, ``.``, ``_`` or ``-`` (``openclaw``); ``key``:
+    the host's own id for the turn (OpenClaw's advancement key).
+    """
+
+    host: str
+    key: str | None = None
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("host", "key")
+    """The members it takes; any other is refused."""
+
+    @classmethod
+    def from_obj(cls, obj: Any, where: str = "params.turn") -> Self:
+        f = Fields(obj, where, known=cls.FIELDS)
+        host = f.required_str("host", max_len=64)
+        if not HOST_NAME.fullmatch(host):
+            raise InvalidParams(
+                f"{where}.host: letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        key = f.optional_str("key", max_len=MAX_ID_LEN)
+        f.done()
+        return cls(host, key)
+
+
 @dataclass(frozen=True, slots=True)
 class IngestParams:
     """``ingest``: ``{"session", "messages": [Message]}`` or ``{"session", "message"}``.
 
     ``session_key`` optionally files the session under a key (a family of
     sessions, e.g. one agent's). ``single`` records which form was used.
+    ``turn`` marks the batch as one turn a host committed (``TurnMark``).
     """
 
     session: str
     messages: tuple[Message, ...]
     session_key: str | None = None
     single: bool = False
+    turn: TurnMark | None = None
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("session", "session_key", "messages", "message")
+    FIELDS: ClassVar[tuple[str, ...]] = ("session", "session_key", "messages", "message", "turn")
     """The params members it takes; any other is refused before anything else."""
 
     @classmethod
@@ -148,8 +182,10 @@ class IngestParams:
             )
         else:
             messages = (Message.from_obj(one, "params.message"),)
+        raw_turn = f.raw("turn")
+        turn = None if raw_turn is None else TurnMark.from_obj(raw_turn)
         f.done()
-        return cls(session, messages, session_key, single=batch is None)
+        return cls(session, messages, session_key, single=batch is None, turn=turn)
 
 
 ON_FORK: Final = ("refuse", "append")

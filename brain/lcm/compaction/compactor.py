@@ -76,12 +76,17 @@ class Compactor(Rebuilds):
         conversation_id: int,
         target_tokens: int | None = None,
         progress: Progress = ignore,
+        *,
+        fold_tail: bool = False,
     ) -> CompactionReport:
         """Full sweep: every eligible leaf pass, then condensation, until a pass saves nothing.
 
         With ``target_tokens``: fold oldest first, only what is needed to bring the
-        context to or under the target (see ``_fold_to``). ``progress`` hears the
-        summaries made so far after each pass (phases ``leaf``, ``condense``).
+        context to or under the target (see ``_fold_to``); with ``fold_tail`` too,
+        the fresh tail is folded when nothing else reaches the target (down to the
+        newest user message and what follows it, which always stay raw).
+        ``progress`` hears the summaries made so far after each pass (phases
+        ``leaf``, ``condense``, ``tail``).
         """
         report = CompactionReport()
         with self._exclusive(conversation_id, wait=True):
@@ -94,21 +99,34 @@ class Compactor(Rebuilds):
                 self._condense(conversation_id, report, -1, None)
                 progress(len(report.summaries), None, "condense")
             else:
-                self._fold_to(conversation_id, target_tokens, report, progress)
+                self._fold_to(conversation_id, target_tokens, report, progress, fold_tail)
             report.tokens_after = self._conversation(conversation_id).context_tokens
             report.took_ms = (time.perf_counter() - started) * 1000
         return report
 
     def _fold_to(
-        self, conversation_id: int, target: int, report: CompactionReport, progress: Progress
+        self,
+        conversation_id: int,
+        target: int,
+        report: CompactionReport,
+        progress: Progress,
+        fold_tail: bool = False,
     ) -> None:
         """Passes towards ``target``, one at a time, checking the context after each:
         leaf passes while raw history outside the tail is left, then condensed passes
         at the pressure fanout, each folding the oldest eligible run. No pass is made
         once the context is at or under the target, and each is sized to what is still
         missing (``_leaf_attempt``, ``sized_run``), so the pass that reaches the target
-        folds little more than it must. Stops when nothing more can be folded."""
+        folds little more than it must. Stops when nothing more can be folded.
+
+        ``fold_tail``: once nothing outside the fresh tail is left to fold and the
+        target is still not reached, the tail shrinks to its floor (the newest user
+        message and everything after it, tool calls kept with their results:
+        ``tail_start`` with no count) and the same passes go on, oldest first. A host
+        whose request overflows the model's window when everything outside the tail is
+        already folded needs this, or its turn fails (DESIGN.md section 6)."""
         leaves = True
+        floor = False  # whether leaf passes may reach into the fresh tail
         while not self._stopping.is_set():
             missing = self._conversation(conversation_id).context_tokens - target
             if missing <= 0:
@@ -116,14 +134,19 @@ class Compactor(Rebuilds):
             if leaves:
                 # A failed leaf pass (no raw run left, or one that would not shrink)
                 # would fail again: the rest is condensation.
-                leaves = self._leaf_pass(conversation_id, report, missing)
+                leaves = self._leaf_pass(conversation_id, report, missing, tail_floor=floor)
                 if leaves:
-                    progress(len(report.summaries), None, "leaf")
+                    progress(len(report.summaries), None, "tail" if floor else "leaf")
                     continue
             fanout = self.config.pressure_fanout
-            if not self._condensed_pass(conversation_id, report, -1, fanout, missing):
+            if self._condensed_pass(conversation_id, report, -1, fanout, missing):
+                progress(len(report.summaries), None, "condense")
+                continue
+            if not fold_tail or floor:
                 return
-            progress(len(report.summaries), None, "condense")
+            # Everything outside the tail is folded and condensed as far as it goes:
+            # only the tail is left to give.
+            floor = leaves = True
 
     def eligible(self, conversation_id: int) -> bool:
         """Whether an incremental compaction would do anything now."""
@@ -192,18 +215,28 @@ class Compactor(Rebuilds):
                 return
 
     def _leaf_pass(
-        self, conversation_id: int, report: CompactionReport, missing: int | None = None
+        self,
+        conversation_id: int,
+        report: CompactionReport,
+        missing: int | None = None,
+        *,
+        tail_floor: bool = False,
     ) -> bool:
         """Fold the oldest run of raw messages outside the tail; False if there is none.
-        ``missing``: tokens the context is over a compaction target (sizes the pass)."""
+        ``missing``: tokens the context is over a compaction target (sizes the pass).
+        ``tail_floor``: the tail is only its floor (``tail_start`` with no count)."""
         for _ in range(ATTEMPTS):
-            done = self._leaf_attempt(conversation_id, report, missing)
+            done = self._leaf_attempt(conversation_id, report, missing, tail_floor)
             if done is not None:
                 return done
         return False
 
     def _leaf_attempt(
-        self, conversation_id: int, report: CompactionReport, missing: int | None
+        self,
+        conversation_id: int,
+        report: CompactionReport,
+        missing: int | None,
+        tail_floor: bool = False,
     ) -> bool | None:
         """One read-summarise-commit of the leaf chunk; None: retry (a suppression landed).
 
@@ -218,7 +251,10 @@ class Compactor(Rebuilds):
             if missing is not None:
                 wanted = min(sized.leaf_target, max(SIZED_MIN_TOKENS, missing))
                 cap = min(cap, missing + LEAF_SHELL_TOKENS + wanted)
-            start = self._tail_start(store, conv, sized)
+            if tail_floor:
+                start = tail_start(store, conv, 0)
+            else:
+                start = self._tail_start(store, conv, sized)
             chunk = leaf_chunk(store, conversation_id, start, cap)
             if not chunk:
                 return False

@@ -16,8 +16,9 @@ memory tool asked, and times the round trips) and loses one commit's answer on
 purpose, so that the commit is retried.
 
 The turns: two plain ones, one where the model first answers with a
-context-length error (OpenClaw compacts through the engine and retries) and
-then calls the plugin's ``memory_grep`` through OpenClaw's ``tool_call``, one
+context-length error while everything brain holds is inside its fresh tail
+(OpenClaw compacts through the engine, which folds into the tail, and retries)
+and then calls the plugin's ``memory_grep`` through OpenClaw's ``tool_call``, one
 whose commit answer is lost, and a last plain one (OpenClaw retries a failed
 commit at the start of its next run). brain keeps a two-message fresh tail and
 folds at a small threshold, so its own compaction (finished before each run's
@@ -61,6 +62,9 @@ LEGACY_LINES = (
     re.compile(r"downgraded to legacy"),
     # The plugin's own fallback: brain failed, the turn went on with the host's messages.
     re.compile(r"this turn uses the host's messages"),
+    # What the plugin sees of OpenClaw's: a turn brain never got, another engine selected.
+    re.compile(r"a turn brain never received"),
+    re.compile(r"plugins\.slots\.contextEngine selects"),
 )
 FILLER = (
     "Notes for the record: the staging cluster rotates its certificates on Mondays, "
@@ -80,6 +84,7 @@ class Turn:
     tool: bool = False
     drop_commit: bool = False
     overflow: bool = False  # the model's first answer is a context-length error
+    env: dict[str, str] = field(default_factory=dict)  # brain's settings for this run
 
 
 @dataclass
@@ -163,10 +168,12 @@ def _said(value: Any) -> str:
 def make_turns(nonce: str) -> list[Turn]:
     """The scripted conversation (markers carry a nonce: nothing else can contain them)."""
     # (prompt, tool call, commit answer lost, context-length error first). The
-    # overflow comes while history outside the tail is still under the fold
-    # threshold (so OpenClaw's compact through the engine has something to fold);
-    # the tool turn's commit then passes the threshold, and brain's own
-    # compaction folds it before that run ends: the next turns see its summary.
+    # overflow's run keeps a four-message tail: everything brain holds then (turns
+    # 1 and 2) is inside it, nothing outside is left to fold, and OpenClaw's
+    # compact through the engine succeeds only by folding into the tail (before
+    # brain's fold_tail, OpenClaw failed the turn). Its fold threshold is low
+    # enough that the tool turn's commit passes it, and brain's own compaction
+    # folds it before that run ends: the next turns see its summary.
     specs = [
         ("The deploy key lives in vault/ci; remember where it is.", False, False, False),
         ("Write down the release schedule for later.", False, False, False),
@@ -186,9 +193,14 @@ def make_turns(nonce: str) -> list[Turn]:
                 tool=tool,
                 drop_commit=drop,
                 overflow=overflow,
+                env=OVERFLOW_ENV if overflow else {},
             )
         )
     return turns
+
+
+# The overflow's run: turns 1 and 2 (four messages) all in the tail.
+OVERFLOW_ENV = {"BRAIN_FRESH_TAIL_COUNT": "4", "BRAIN_COMPACTION_THRESHOLD_TOKENS": "100"}
 
 
 def write_config(
@@ -319,7 +331,7 @@ def run_turn(
     argv = [*openclaw, "agent", "--local", "--session-id", session, "--message", turn.prompt]
     proc = subprocess.run(
         [*argv, "--json"],
-        env=env,
+        env={**env, **turn.env},
         capture_output=True,
         text=True,
         timeout=600,
@@ -424,6 +436,7 @@ def run(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], list[str]
         "retry_duplicates": checks.retry(pending_commits(state), drop_flag),
         "model_saw_context": checks.context(),
         "model_saw_summary": checks.summary(),
+        "overflow_folded_tail": checks.overflow(),
         "tool_roundtrip": checks.tool(),
     }
     failures += checks.failures
@@ -603,6 +616,29 @@ class Checks:
             "no plain turn's model request carried a summary made by brain's own "
             "compaction (only the overflow path's compact folded history)"
         )
+
+    def overflow(self) -> bool:
+        """On the overflow turn nothing outside brain's fresh tail was left to fold (the
+        plugin's sweep folded nothing), and the plugin's `compact` with `fold_tail`
+        folded into the tail, so OpenClaw's retry went on (the run's exit is checked
+        with the others)."""
+        turn = next(t for t in self.turns if t.overflow)
+        window = self.windows[turn.index - 1]
+        compacts = [t for t in self.trips if self._in(t, window, "compact")]
+        sweeps = [t for t in compacts if not (t.get("params") or {}).get("fold_tail")]
+        tails = [t for t in compacts if (t.get("params") or {}).get("fold_tail")]
+        if not sweeps:
+            return self.fail(f"turn {turn.index}: OpenClaw's recovery never called compact")
+        swept = (sweeps[0]["answer"].get("result") or {}).get("summaries")
+        if swept != []:
+            return self.fail(
+                f"turn {turn.index}: the sweep folded {swept}: the overflow did not come "
+                "with everything outside the tail folded"
+            )
+        folded = [(t["answer"].get("result") or {}).get("summaries") for t in tails]
+        if not any(folded):
+            return self.fail(f"turn {turn.index}: no compact with fold_tail folded: {folded}")
+        return True
 
     def tool(self) -> bool:
         """The plugin's memory tool asked brain, and the model got brain's answer back."""

@@ -33,6 +33,8 @@ type SessionTarget = NonNullable<Parameters<NonNullable<ContextEngine["bootstrap
 /** The engine id (also the plugin id): `plugins.slots.contextEngine: "brain"`. */
 export const ENGINE_ID = "brain";
 export const VERSION = "0.1.0";
+/** The host name the engine marks its committed turns with (`ingest`'s `turn.host`). */
+export const HOST = "openclaw";
 
 /** One entry of OpenClaw's visible transcript (`readSessionTranscriptVisibleMessageDelta`). */
 export interface TranscriptEntry {
@@ -110,6 +112,12 @@ function estimate(messages: unknown[]): number {
   return Math.ceil(JSON.stringify(messages).length / 4);
 }
 
+function when(timestamp: unknown): string {
+  return typeof timestamp === "number" && Number.isFinite(timestamp)
+    ? new Date(timestamp).toISOString()
+    : "an unknown time";
+}
+
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -126,6 +134,25 @@ function assistantDefaults(messages: HostMessage[], model: string | undefined): 
 }
 
 const SETTLE_POLL_MS = 50;
+
+/** What brain's `compact` answers. */
+interface CompactReport {
+  summaries: string[];
+  tokens_before: number;
+  tokens_after: number;
+  leaf_passes: number;
+  condensed_passes: number;
+}
+
+/** How much more than the overflow a compaction takes off (estimates differ). */
+const OVERFLOW_MARGIN = 1.1;
+
+/** Tokens the host's request was over its budget (0: not an overflow, or unknown). */
+export function overflow(tokenBudget: number | undefined, current: number | undefined): number {
+  if (tokenBudget === undefined || current === undefined) return 0;
+  if (!Number.isFinite(tokenBudget) || !Number.isFinite(current)) return 0;
+  return Math.max(0, Math.ceil(current - tokenBudget));
+}
 
 /**
  * Wait until brain's `info` reports no background compaction running or
@@ -161,21 +188,47 @@ export async function settleCompactions(
   return false;
 }
 
+/**
+ * The host's newest answer when brain's context lacks it: the previous turn ran
+ * without this engine (OpenClaw degraded it to legacy, or quarantined brain), so
+ * its commit never came. Only a finished answer counts (`stopReason` stop or
+ * length): a failed or aborted turn is never committed, by OpenClaw's contract.
+ * `assembled` holds the host's own objects for the messages brain gave back
+ * (`fromAssembled`), so being in it is being in brain.
+ */
+export function bypassed(host: AgentMessage[], assembled: AgentMessage[]): AgentMessage | undefined {
+  for (let i = host.length - 1; i >= 0; i--) {
+    const m = host[i]!;
+    if (m.role === "custom" || m.role === "toolResult") continue;
+    if (m.role !== "assistant") return undefined; // a prompt with no answer: a failed turn
+    const stop = (m as { stopReason?: unknown }).stopReason;
+    if (stop !== "stop" && stop !== "length") return undefined;
+    return assembled.includes(m) ? undefined : m;
+  }
+  return undefined;
+}
+
 /** A context engine over `deps.client`; it holds a reference on the child until disposed. */
 export function createEngine(deps: EngineDeps): ContextEngine {
   const { client, config, log, grants } = deps;
   client.acquire();
   let disposed = false;
+  // Turns already reported as run without brain (assemble runs several times a turn).
+  const reported = new WeakSet<AgentMessage>();
 
   // Messages OpenClaw keeps out of the model's context (custom ones with
   // excludeFromContext, e.g. its nested-tool records) are stored, then
   // suppressed: brain never assembles, greps or summarises them, and
   // `describe` with include_suppressed still gives them back.
+  // `turn`: the items are one turn committed through this engine; brain records
+  // it (with the last batch, so a turn of several transactions counts once) as
+  // OpenClaw's last turn, which `brain info` reports under `hosts.openclaw`.
   async function ingest(
     session: string,
     key: string | undefined,
     items: { message: AgentMessage; id: string }[],
     deadlineMs = config.deadlineMs,
+    turn?: { host: string; key: string },
   ) {
     let ingested = 0;
     for (let i = 0; i < items.length; i += BATCH) {
@@ -185,6 +238,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         messages: batch.map((item) => toBrain(item.message, item.id)),
       };
       if (key) params.session_key = key;
+      if (turn && i + BATCH >= items.length) params.turn = turn;
       const result = await client.call<{ ingested: number }>("ingest", params, {
         deadlineMs,
         idempotent: true,
@@ -325,7 +379,13 @@ export function createEngine(deps: EngineDeps): ContextEngine {
       if (batch.length > BATCH) {
         log.warn(`brain: a turn of ${batch.length} messages is stored in several transactions`);
       }
-      const stored = batch.length === 0 ? 0 : await ingest(sessionId, sessionKey, batch);
+      const stored =
+        batch.length === 0
+          ? 0
+          : await ingest(sessionId, sessionKey, batch, config.deadlineMs, {
+              host: HOST,
+              key: advancementKey,
+            });
       return { status: stored > 0 || batch.length === 0 ? "committed" : "duplicate" };
     },
 
@@ -362,6 +422,17 @@ export function createEngine(deps: EngineDeps): ContextEngine {
           Date.now(),
           messages.map(asAgent),
         );
+        const missed = bypassed(messages.map(asAgent), assembled);
+        if (missed && !reported.has(missed)) {
+          reported.add(missed);
+          log.error(
+            `brain: session ${sessionId}'s history ends with a turn brain never received ` +
+              `(an answer of ${when(missed.timestamp)}): OpenClaw ran it ` +
+              "without the brain engine, on its fallback (legacy) engine. brain's memory and this " +
+              "context lack it. Check OpenClaw's log for 'degraded to' or 'quarantin' lines, " +
+              "and `brain info` (hosts.openclaw.last_turn_at) for the last turn brain committed",
+          );
+        }
         // Only when part of the history is folded, stubbed or left out does
         // the model need telling how to get it back.
         const hidden =
@@ -382,31 +453,46 @@ export function createEngine(deps: EngineDeps): ContextEngine {
       }
     },
 
-    async compact({ sessionId, abortSignal }) {
+    // A full sweep folds everything outside brain's fresh tail. On an overflow
+    // (OpenClaw's recovery gives the request's size and the budget it passed) that
+    // may not be enough, or nothing at all when the rest is folded already: then
+    // brain folds into the tail too, down to a target that takes off what the
+    // request was over (and a margin: brain's token estimate is not the model's),
+    // keeping the newest user message and what follows it. Without it OpenClaw
+    // finds nothing compacted and fails the turn.
+    async compact({ sessionId, abortSignal, tokenBudget, currentTokenCount }) {
       abortSignal?.throwIfAborted();
+      const options = {
+        deadlineMs: config.compactDeadlineMs,
+        idempotent: true,
+        ...(abortSignal ? { signal: abortSignal } : {}),
+      };
       try {
-        const result = await client.call<{
-          summaries: string[];
-          tokens_before: number;
-          tokens_after: number;
-          leaf_passes: number;
-          condensed_passes: number;
-        }>(
-          "compact",
-          { session: sessionId },
-          {
-            deadlineMs: config.compactDeadlineMs,
-            idempotent: true,
-            ...(abortSignal ? { signal: abortSignal } : {}),
-          },
-        );
+        const sweep = await client.call<CompactReport>("compact", { session: sessionId }, options);
+        const reports = [sweep];
+        const over = overflow(tokenBudget, currentTokenCount);
+        const freed = sweep.tokens_before - sweep.tokens_after;
+        const need = Math.ceil(over * OVERFLOW_MARGIN) - freed;
+        if (over > 0 && need > 0 && sweep.tokens_after > 0) {
+          const target = Math.max(0, sweep.tokens_after - need);
+          reports.push(
+            await client.call<CompactReport>(
+              "compact",
+              { session: sessionId, target_tokens: target, fold_tail: true },
+              options,
+            ),
+          );
+        }
+        const last = reports[reports.length - 1]!;
+        const summaries = reports.flatMap((r) => r.summaries);
         return {
           ok: true,
-          compacted: result.summaries.length > 0,
+          compacted: summaries.length > 0,
+          ...(summaries.length > 0 ? {} : { reason: "nothing left to fold" }),
           result: {
-            tokensBefore: result.tokens_before,
-            tokensAfter: result.tokens_after,
-            details: result,
+            tokensBefore: sweep.tokens_before,
+            tokensAfter: last.tokens_after,
+            details: { ...last, summaries, passes: reports },
           },
         };
       } catch (error) {

@@ -17,11 +17,27 @@ import { createTool, TOOL_DEFINITIONS } from "./tools.js";
 
 type Tool = Parameters<OpenClawPluginApi["registerTool"]>[0];
 
-/** The parts of OpenClaw's plugin API the plugin uses. */
+/** The parts of OpenClaw's plugin API the plugin uses (`config`: OpenClaw's whole config). */
 export type PluginApi = Pick<
   OpenClawPluginApi,
   "pluginConfig" | "logger" | "registerContextEngine" | "registerTool"
->;
+> &
+  Partial<Pick<OpenClawPluginApi, "config">>;
+
+// OpenClaw registers a plugin several times per process: the slot is reported once.
+let slotReported = false;
+
+/**
+ * The engine OpenClaw's config selects, when it is not brain: with brain loaded but
+ * not in the slot (unset means legacy; uninstalling the selected plugin, as some
+ * upgrades do, resets it), every turn runs on that engine and brain stores nothing.
+ */
+export function otherEngine(config: unknown): string | undefined {
+  if (typeof config !== "object" || config === null) return undefined; // not told
+  const plugins = (config as { plugins?: { slots?: { contextEngine?: unknown } } }).plugins;
+  const slot = plugins?.slots?.contextEngine;
+  return slot === ENGINE_ID ? undefined : typeof slot === "string" && slot ? slot : "legacy";
+}
 
 /** Register the engine and tools on `api` (`readHistory` replaces the SDK's reader in tests). */
 export function registerBrain(
@@ -58,5 +74,15 @@ export function registerBrain(
     );
   }
   log.info(`brain: context engine "${ENGINE_ID}" over ${config.db} (${config.command})`);
+  const other = otherEngine(api.config);
+  if (other && !slotReported) {
+    slotReported = true;
+    log.error(
+      `brain: the plugin is loaded but OpenClaw's plugins.slots.contextEngine selects "${other}", ` +
+        `not "${ENGINE_ID}": every turn runs on "${other}" and brain stores none of them. ` +
+        `Set plugins.slots.contextEngine to "${ENGINE_ID}" (uninstalling or reinstalling the ` +
+        "selected plugin resets it to legacy)",
+    );
+  }
   return { client, grants };
 }

@@ -235,6 +235,102 @@ describe("turns through a real brain", { skip: needsBrain }, () => {
   });
 });
 
+describe("an overflow with everything outside the tail folded", { skip: needsBrain }, () => {
+  // Turns long enough that a summary of a few is shorter than they are.
+  const notes =
+    " The staging cluster rotates its certificates on Mondays, the release train leaves on " +
+    "Thursdays at noon, backups are verified nightly and incidents get a written review.";
+  function wordy(n: number): Record<string, unknown>[] {
+    return [
+      user(`question ${n}: where is item ${n}?${notes.repeat(3)}`, T + n * 10),
+      assistant([{ type: "text", text: `item ${n} is in drawer ${n}.${notes.repeat(3)}` }], T + n * 10 + 1),
+    ];
+  }
+
+  test("compact folds into brain's fresh tail, keeping the newest turn, so OpenClaw's retry fits", async () => {
+    h = harness();
+    const engine = await h.engine();
+    // Six turns: all inside brain's 32-message fresh tail, nothing outside it to fold.
+    for (let i = 1; i <= 6; i++) {
+      await engine.commitTurn!({ advancementKey: `a${i}`, messages: wordy(i), sessionId: "s1" } as never);
+    }
+    const before = await engine.assemble({ sessionId: "s1", messages: [], tokenBudget: 100_000 });
+    // A /compact (no overflow) has nothing to fold, as before.
+    const plain = await engine.compact({ sessionId: "s1", sessionKey: "k", force: true });
+    assert.equal(plain.compacted, false);
+    // OpenClaw's overflow recovery: the request was 150 tokens over its budget.
+    const result = await engine.compact({
+      sessionId: "s1",
+      sessionKey: "k",
+      force: true,
+      compactionTarget: "budget",
+      tokenBudget: 32_000,
+      currentTokenCount: 32_150,
+    });
+    assert.equal(result.ok, true);
+    assert.equal(result.compacted, true);
+    assert.ok(result.result!.tokensAfter! <= before.estimatedTokens - 150, JSON.stringify(result.result));
+    const after = await engine.assemble({ sessionId: "s1", messages: [], tokenBudget: 100_000 });
+    const text = JSON.stringify(after.messages);
+    assert.match(text, /<summary id=/);
+    assert.ok(after.estimatedTokens < before.estimatedTokens);
+    // The newest turn (its question and answer) is still there as it was said.
+    assert.ok(text.includes("question 6: where is item 6?") && text.includes("item 6 is in drawer 6"));
+    assert.ok(!text.includes("question 1: where is item 1?"));
+  });
+});
+
+describe("turns OpenClaw ran without brain", { skip: needsBrain }, () => {
+  test("assemble logs an error when the host's history ends with a turn brain never received", async () => {
+    h = harness();
+    const engine = await h.engine();
+    await engine.commitTurn!({ advancementKey: "a1", messages: turn(1), sessionId: "s1" } as never);
+    const bypassedLines = () => h!.logs.filter((l) => l.level === "error" && /never received/.test(l.message));
+    // In step: the host's history is what brain was given.
+    await engine.assemble({ sessionId: "s1", messages: turn(1) as never, tokenBudget: 4000 });
+    // A failed turn (a prompt with no answer) is never committed: not a fallback.
+    const failed = [...turn(1), user("question 2 that failed", T + 20)];
+    await engine.assemble({ sessionId: "s1", messages: failed as never, tokenBudget: 4000 });
+    assert.deepEqual(bypassedLines(), []);
+    // Turn 2 ran on the legacy engine: its commit never came.
+    const host = [...turn(1), ...turn(2)];
+    await engine.assemble({ sessionId: "s1", messages: host as never, tokenBudget: 4000 });
+    await engine.assemble({ sessionId: "s1", messages: host as never, tokenBudget: 4000 });
+    const lines = bypassedLines();
+    assert.equal(lines.length, 1, JSON.stringify(h.logs)); // once, however many assembles
+    assert.match(lines[0]!.message, /session s1/);
+    assert.match(lines[0]!.message, /legacy/);
+    assert.match(lines[0]!.message, new RegExp(new Date(T + 21).toISOString()));
+  });
+
+  test("registration logs an error when OpenClaw's context-engine slot is not brain", () => {
+    h = harness({ command: "/nonexistent/brain" }, undefined, { plugins: { slots: {} } });
+    const errors = h.logs.filter((l) => l.level === "error").map((l) => l.message);
+    assert.equal(errors.length, 1, errors.join("\n"));
+    assert.match(errors[0]!, /plugins\.slots\.contextEngine selects "legacy"/);
+  });
+
+  test("commitTurn marks the turn as OpenClaw's: brain's info reports when the last one came", async () => {
+    h = harness();
+    const engine = await h.engine();
+    const started = Date.now() - 1000;
+    for (let i = 1; i <= 2; i++) {
+      await engine.commitTurn!({ advancementKey: `adv-${i}`, messages: turn(i), sessionId: "s1" } as never);
+    }
+    h.plugin.client.acquire();
+    const info = await h.plugin.client.call<{
+      hosts: Record<string, { last_turn_at: string; session: string; key: string; turns: number }>;
+    }>("info", {}, { deadlineMs: 30_000 });
+    await h.plugin.client.release();
+    const openclaw = info.hosts.openclaw!;
+    assert.equal(openclaw.session, "s1");
+    assert.equal(openclaw.key, "adv-2");
+    assert.equal(openclaw.turns, 2);
+    const at = Date.parse(openclaw.last_turn_at);
+    assert.ok(at >= started && at <= Date.now(), openclaw.last_turn_at);
+  });
+});
+
 describe("maintain", { skip: needsBrain }, () => {
   test("graph maintenance runs once per interval, across engine instances and processes", async () => {
     h = harness({ maintainEveryMs: 3_600_000 });

@@ -53,10 +53,14 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** Register the plugin on a fake api with `config` (db in a fresh temp dir by default). */
+/**
+ * Register the plugin on a fake api with `config` (db in a fresh temp dir by
+ * default); `hostConfig`, when given, is OpenClaw's whole config (`api.config`).
+ */
 export function harness(
   config: Record<string, unknown> = {},
   readHistory?: HistoryReader,
+  hostConfig?: Record<string, unknown>,
 ): Harness {
   const dir = mkdtempSync(join(tmpdir(), "brain-oc-"));
   const db = join(dir, "brain.db");
@@ -73,6 +77,7 @@ export function harness(
   const api = {
     pluginConfig: { command: brainCommand() ?? "brain", db, ...config },
     logger,
+    ...(hostConfig ? { config: hostConfig } : {}),
     registerContextEngine: (id: string, factory: Factory) => engines.set(id, factory),
     registerTool: (factory: ToolFactory, opts?: { name?: string }) =>
       tools.set(opts?.name ?? "?", factory),
