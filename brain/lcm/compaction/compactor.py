@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Final
 
 from brain.lcm.budgets import Sizes, sizes
 from brain.lcm.compaction.base import ATTEMPTS, message_item, summary_item
@@ -37,7 +38,12 @@ from brain.lcm.suppress import rebuilds_due
 from brain.progress import Progress, ignore
 from brain.store.connection import Store
 
-__all__ = ["Compactor"]
+__all__ = ["SUMMARY_ROOM_MARGIN", "Compactor"]
+
+SUMMARY_ROOM_MARGIN: Final = 128
+"""Tokens of a session's budget that summaries never count on: what stands in for
+history left out (``brain.lcm.assemble.history``) and the system messages pinned
+first need some."""
 
 
 class Compactor(Rebuilds):
@@ -64,7 +70,9 @@ class Compactor(Rebuilds):
             while not self._stopping.is_set() and self._over_threshold(conversation_id):
                 if not self._leaf_pass(conversation_id, report):
                     break
-            if report.leaf_passes:
+            if report.leaf_passes and self._conversation(conversation_id).budget is None:
+                # A session that follows a budget condenses only when its summaries
+                # outgrow their room (``_fit_summaries``): leaf detail kept longer.
                 self._condense(conversation_id, report, self.config.incremental_max_depth, None)
             self._fit_summaries(conversation_id, report)
             report.tokens_after = self._conversation(conversation_id).context_tokens
@@ -192,25 +200,41 @@ class Compactor(Rebuilds):
         return tail_start(store, conv, count)
 
     def _summaries_over(self, conversation_id: int) -> bool:
-        """Whether the summaries in the context list pass their share of the session's
-        budget (never, for a session that follows none)."""
+        """Whether the summaries in the context list pass the room they have in the
+        session's budget (never, for a session that follows none)."""
+        return self._summary_excess(conversation_id) > 0
+
+    def _summary_excess(self, conversation_id: int) -> int:
+        """How many tokens the summaries in the context list are over the room they have
+        in the session's budget (0 for a session that follows none).
+
+        That room is their share of the budget, or more when the tail costs less than
+        its own share (short turns): what the budget leaves beside the tail as it is and
+        raw history up to the threshold. Leaf summaries are kept that much longer
+        before they are condensed, and a settled context spends its budget on them.
+        """
         with self._access() as store:
             conv = conversation_by_id(store, conversation_id)
-            room = sizes(self.config, conv.budget).summary_room
-            if room is None:
-                return False
-            return summary_tokens(store, conversation_id) > room
+            sized = sizes(self.config, conv.budget)
+            if sized.summary_room is None or conv.budget is None:
+                return 0
+            tail = raw_tokens_from(store, conv.id, self._tail_start(store, conv, sized))
+            spare = conv.budget - sized.threshold - tail - SUMMARY_ROOM_MARGIN
+            room = max(sized.summary_room, spare)
+            return max(0, summary_tokens(store, conversation_id) - room)
 
     def _fit_summaries(self, conversation_id: int, report: CompactionReport) -> None:
-        """Condense until the summaries fit their share of the budget: runs of two or more
-        at the shallowest depth first, else the oldest adjacent summaries whatever their
-        depths (a run of distinct depths could otherwise never fold)."""
+        """Condense until the summaries fit the room they have: runs of two or more at
+        the shallowest depth first, else the oldest adjacent summaries whatever their
+        depths (a run of distinct depths could otherwise never fold). Each pass is sized
+        to land at that room (``sized_run``, up to ``condensed_target_tokens``): a
+        condensed summary keeps as much as the room allows."""
         max_depth = self.config.incremental_max_depth
-        while not self._stopping.is_set() and self._summaries_over(conversation_id):
-            if self._condensed_pass(conversation_id, report, max_depth, 2):
+        while not self._stopping.is_set() and (excess := self._summary_excess(conversation_id)):
+            if self._condensed_pass(conversation_id, report, max_depth, 2, excess, fill=True):
                 continue
             if max_depth >= 0 or not self._condensed_pass(
-                conversation_id, report, max_depth, 2, mixed=True
+                conversation_id, report, max_depth, 2, excess, mixed=True, fill=True
             ):
                 return
 
@@ -314,13 +338,16 @@ class Compactor(Rebuilds):
         missing: int | None = None,
         *,
         mixed: bool = False,
+        fill: bool = False,
     ) -> bool:
         """Fold the oldest run of same-depth summaries at the shallowest eligible depth
         (``mixed``: the oldest run of at least ``fanout`` adjacent summaries, any depths).
-        ``missing``: tokens the context is over a compaction target (sizes the pass)."""
+        ``missing``: tokens the context is over a compaction target (sizes the pass);
+        ``fill``: the summary may be as large as lands at that target (up to
+        ``condensed_target_tokens``), not only the session's condensed size."""
         for _ in range(ATTEMPTS):
             done = self._condensed_attempt(
-                conversation_id, report, max_depth, fanout, missing, mixed
+                conversation_id, report, max_depth, fanout, missing, mixed, fill
             )
             if done is not None:
                 return done
@@ -334,6 +361,7 @@ class Compactor(Rebuilds):
         fanout: int | None,
         missing: int | None,
         mixed: bool = False,
+        fill: bool = False,
     ) -> bool | None:
         """One read-summarise-commit of the condensed chunk; None: retry."""
         with self._access() as store:
@@ -351,7 +379,8 @@ class Compactor(Rebuilds):
         target = sizes(self.config, budget).condensed_target
         if missing is not None and len(ordered) == len(chunk):
             need = fanout or len(chunk)
-            chunk, ordered, target = sized_run(chunk, ordered, need, missing, target)
+            normal = self.config.condensed_target_tokens if fill else target
+            chunk, ordered, target = sized_run(chunk, ordered, need, missing, normal)
         new = new_condensed(conversation_id, depth + 1, ordered)
         request = SummaryRequest(
             kind="condensed",
