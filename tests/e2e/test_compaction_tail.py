@@ -69,7 +69,7 @@ def test_compact_with_fold_tail_reaches_a_target_that_only_the_tail_can_give(
     messages = [m for i in range(8) for m in _tool_turn(i)]
     with Client.spawn(tmp_path / "b.db", args=["--auto-compact", "false"]) as client:
         client.call("ingest", {"session": "s", "messages": messages})
-        before = client.call("assemble", {"session": "s", "budget": 100_000})
+        before = client.call("assemble", {"session": "s", "budget": 100_000, "detail": False})
         assert before["included"]["summaries"] == 0
         target = before["context_tokens"] // 3
         plain = client.call("compact", {"session": "s", "target_tokens": target})
@@ -81,7 +81,7 @@ def test_compact_with_fold_tail_reaches_a_target_that_only_the_tail_can_give(
         )
         assert folded["summaries"]
         assert folded["tokens_after"] <= target
-        after = client.call("assemble", {"session": "s", "budget": 100_000})
+        after = client.call("assemble", {"session": "s", "budget": 100_000, "detail": False})
         assert after["context_tokens"] == folded["tokens_after"]
         assert after["included"]["summaries"] >= 1
         raw = _raw(after)
@@ -109,7 +109,9 @@ def test_fold_tail_keeps_the_newest_user_message_and_every_tool_pair_whole(
                 "compact", {"session": session, "target_tokens": target, "fold_tail": True}
             )
             assert report["summaries"], (target, full)
-            assembled = client.call("assemble", {"session": session, "budget": 100_000})
+            assembled = client.call(
+                "assemble", {"session": session, "budget": 100_000, "detail": False}
+            )
             raw = _raw(assembled)
             assert [m["role"] for m in raw[-4:]] == ["user", "assistant", "tool", "assistant"]
             assert raw[-4]["content"] == messages[-4]["content"]

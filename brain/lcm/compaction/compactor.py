@@ -381,6 +381,10 @@ class Compactor(Rebuilds):
             need = fanout or len(chunk)
             normal = self.config.condensed_target_tokens if fill else target
             chunk, ordered, target = sized_run(chunk, ordered, need, missing, normal)
+            if fill:
+                # At most half of what it folds: a pass that saves a few tokens would
+                # be followed by another at the next leaf, and another.
+                target = max(SIZED_MIN_TOKENS, min(target, sum(i.token_count for i in chunk) // 2))
         new = new_condensed(conversation_id, depth + 1, ordered)
         request = SummaryRequest(
             kind="condensed",
