@@ -219,7 +219,8 @@ def summary_id(xml: str) -> str:
 def replay(client: Client, talk: Conversation, budget: int) -> int:
     """The host loop: ingest a turn, assemble under ``budget`` (the model call would follow).
 
-    Returns how many assembles dropped history that no summary in their context covered.
+    Returns how many assembles left out history that no summary in their context covered
+    (a stand-in named it instead).
     """
     uncovered = 0
     for k, turn in enumerate(talk.turns):
@@ -227,7 +228,7 @@ def replay(client: Client, talk: Conversation, budget: int) -> int:
             time.sleep(PAUSE_S)
         client.call("ingest", {"session": SESSION, "messages": turn[:1]})
         out = client.call("assemble", {"session": SESSION, "budget": budget})
-        if out["dropped"]["messages"]:
+        if out["gaps"]["messages"] or out["dropped"]["messages"]:
             uncovered += 1
         if len(turn) > 1:  # what the model said and did, ingested before the next turn
             client.call("ingest", {"session": SESSION, "messages": turn[1:]})
@@ -241,7 +242,11 @@ def settle(client: Client, budget: int) -> bool:
     previous = None
     while True:
         out = client.call("assemble", {"session": SESSION, "budget": budget})
-        whole = out["included"]["summaries"] and not any(out["dropped"].values())
+        whole = (
+            out["included"]["summaries"]
+            and not any(out["dropped"].values())
+            and not out["gaps"]["count"]
+        )
         state = (out["tokens"], out["included"], out["fresh_tail"]) if whole else None
         if state is not None and state == previous:
             return True
@@ -300,7 +305,7 @@ def run(db: Path, budget: int, *, keep: bool) -> int:
         covered = sum(d["subtree"]["messages"] for d in described)
         raw = len(messages) - len(summaries)
         tail, first_seq = out["fresh_tail"]["count"], out["fresh_tail"]["first_seq"]
-        whole = not out["dropped"]["messages"] and not out["dropped"]["summaries"]
+        whole = not any(out["dropped"].values()) and not out["gaps"]["count"]
         span = {d["id"]: (d["sources"]["first_seq"], d["sources"]["last_seq"]) for d in described}
         spans = ", ".join(f"{s} seq {a}-{b}" for s, (a, b) in span.items())
         # Summaries come first, oldest first; the raw messages follow the last one.
@@ -319,8 +324,9 @@ def run(db: Path, budget: int, *, keep: bool) -> int:
                 else " (left out for the budget)."
             ),
             f"Earlier, {uncovered} of the {len(talk.turns)} assembles during the replay had to "
-            "drop messages no summary covered yet (background compaction runs while a session "
-            "is quiet; between its pauses this replay never is).",
+            "leave out messages no summary covered yet, each run of them named by a "
+            "<history_gap> stand-in the model can read them through (background compaction "
+            "then starts at once instead of waiting for the session to go quiet).",
             "The context the model gets (first two and last two messages):",
         ]
         for m in [*messages[:2], *messages[-2:]]:

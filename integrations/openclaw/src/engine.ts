@@ -413,6 +413,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
           tokens: number;
           included: { summaries: number };
           dropped: { summaries: number; messages: number };
+          gaps?: { count: number };
           stubbed: number;
         }>("assemble", params, { deadlineMs: config.deadlineMs, idempotent: true });
         const resolved = runtimeSettings?.model.resolved ?? model;
@@ -436,7 +437,11 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         // Only when part of the history is folded, stubbed or left out does
         // the model need telling how to get it back.
         const hidden =
-          result.included.summaries + result.dropped.summaries + result.dropped.messages + result.stubbed;
+          result.included.summaries +
+          result.dropped.summaries +
+          result.dropped.messages +
+          (result.gaps?.count ?? 0) +
+          result.stubbed;
         const addition = [result.system, hidden > 0 ? RECALL_GUIDANCE : null].filter(Boolean);
         return {
           messages: assembled as unknown as HostMessage[],
