@@ -18,18 +18,9 @@ import pytest
 from protocol.client import Client
 from protocol.errors import InvalidParams
 
-WORDS = [
-    "release",
-    "migration",
-    "schema",
-    "daemon",
-    "budget",
-    "summary",
-    "window",
-    "fixture",
-    "sqlite",
-    "pipeline",
-]
+from .test_compaction_pressure import VOCABULARY
+
+WORDS = VOCABULARY  # the words of the pressure tests' turns
 
 
 def _text(i: int) -> str:
