@@ -11,9 +11,10 @@ from typing import Any, Final
 
 import orjson
 
+from brain.lcm.content import SERVER_BLOCKS, nested_text
 from brain.lcm.messages import with_speaker
-from brain.lcm.render.openai import source_url
-from brain.lcm.render.turns import Block, Turn, nested_text
+from brain.lcm.render.openai import cited_label, source_url
+from brain.lcm.render.turns import Block, Turn
 
 CONTINUES: Final = "[conversation continues]"
 """Text of the user message put first when an Anthropic context would start with the assistant."""
@@ -22,7 +23,7 @@ CONTINUES: Final = "[conversation continues]"
 def render_anthropic(turns: Sequence[Turn]) -> tuple[str | None, list[dict[str, Any]]]:
     """Turns as Anthropic messages: (system text or None, messages).
 
-    System turns are joined into the system text. Anthropic messages carry
+    System turns (``developer`` ones too) are joined into the system text. Anthropic messages carry
     no name: a named speaker's first text block starts ``Name: ``. A refusal
     (which Anthropic has no field for) is the assistant's text. Tool results go in user
     messages (before any other block there, as the API requires), tool calls
@@ -31,7 +32,11 @@ def render_anthropic(turns: Sequence[Turn]) -> tuple[str | None, list[dict[str, 
     are merged, since the API wants roles to alternate; content is always a
     non-empty block list. Thinking is kept only with its signature; a
     conversation that would start with the assistant gets a first user
-    message saying it continues.
+    message saying it continues. The blocks of tools Anthropic runs itself
+    (``server_tool_use``, ``web_search_tool_result``, ...) are replayed as
+    sent in assistant messages, web-search citations stay on their text;
+    what the API cannot take back (other blocks, document citations, whose
+    document may not be in the context) is a short placeholder text.
     """
     system: list[str] = []
     messages: list[dict[str, Any]] = []
@@ -75,7 +80,7 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
                 if block.text.strip():  # the API rejects whitespace-only text
                     text = with_speaker(block.text, name)
                     name = None
-                    out.append((role, {"type": "text", "text": text}))
+                    out.append((role, _anthropic_text(text, block.data)))
             case "reasoning":
                 thinking = _anthropic_thinking(block.data or {})
                 if thinking is not None and role == "assistant":
@@ -91,9 +96,49 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
                     )
                 placeholder = {"type": "text", "text": block.text or f"[{block.type}]"}
                 out.append((role, converted or placeholder))
+            case "other":
+                data = block.data or {}
+                if role == "assistant" and data.get("type") in SERVER_BLOCKS:
+                    out.append((role, _as_param(data)))
+                elif block.text.strip():
+                    out.append((role, {"type": "text", "text": block.text}))
             case _:
-                pass  # unknown, or run by the provider (server tools): not replayed
+                pass
     return out
+
+
+# Web-search citations name their source themselves; document citations point
+# at a document of the original request, which the context may not hold.
+_SELF_CONTAINED_CITATIONS: Final = frozenset({"web_search_result_location"})
+
+
+def _anthropic_text(text: str, data: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A text block, with the citations the API takes back and a label for the rest."""
+    citations = data.get("citations") if data is not None else None
+    if not isinstance(citations, list):
+        return {"type": "text", "text": text}
+    kept = [
+        _as_param(c)
+        for c in citations
+        if isinstance(c, dict) and c.get("type") in _SELF_CONTAINED_CITATIONS
+    ]
+    rest = cited_label(
+        [
+            c
+            for c in citations
+            if not (isinstance(c, dict) and c.get("type") in _SELF_CONTAINED_CITATIONS)
+        ]
+    )
+    out: dict[str, Any] = {"type": "text", "text": f"{text}\n{rest}" if rest else text}
+    if kept:
+        out["citations"] = kept
+    return out
+
+
+def _as_param(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A response block as a request takes it: null members (``"caller": null``) and
+    ``cache_control`` (a stale breakpoint) left out."""
+    return {k: v for k, v in block.items() if v is not None and k != "cache_control"}
 
 
 def _anthropic_call(block: Block) -> dict[str, Any]:
@@ -101,11 +146,15 @@ def _anthropic_call(block: Block) -> dict[str, Any]:
         parsed = orjson.loads(block.arguments or "{}")
     except orjson.JSONDecodeError:
         parsed = None
+    if block.data is not None:  # a custom tool's free-text input: kept, as the one field
+        arguments: dict[str, Any] = {"input": block.arguments or ""}
+    else:
+        arguments = parsed if isinstance(parsed, dict) else {}
     return {
         "type": "tool_use",
         "id": _safe_id(block.call_id),
         "name": block.name or "tool",
-        "input": parsed if isinstance(parsed, dict) else {},
+        "input": arguments,
     }
 
 
@@ -133,7 +182,12 @@ def _anthropic_result_item(item: Any) -> dict[str, Any] | None:
         return None
     if item.get("type") == "text" and isinstance(item.get("text"), str):
         return {"type": "text", "text": item["text"]} if item["text"].strip() else None
-    return _anthropic_image(item)
+    image = _anthropic_image(item)
+    if image is not None:
+        return image
+    # Never nothing: what cannot be carried is its placeholder.
+    label = nested_text([item])
+    return {"type": "text", "text": label} if label.strip() else None
 
 
 def _anthropic_thinking(data: Mapping[str, Any]) -> dict[str, Any] | None:
