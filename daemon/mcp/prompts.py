@@ -76,16 +76,21 @@ def register(server: MCPServer, calls: Calls, pin: Pin) -> None:
 
 
 def _message(message: dict[str, Any]) -> Message:
-    """An assembled (OpenAI-shape) message as a prompt message: user or assistant text."""
+    """An assembled (OpenAI-shape) message as a prompt message: user or assistant text
+    (a system or developer message's text says its role)."""
     role = message.get("role")
     text = _text(message.get("content"))
     for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        text += f"\n[called {function.get('name')}({function.get('arguments', '')})]"
+        if call.get("type") == "custom":  # a custom tool: free-text input
+            custom = call.get("custom") or {}
+            text += f"\n[called {custom.get('name')}({custom.get('input', '')})]"
+        else:
+            function = call.get("function") or {}
+            text += f"\n[called {function.get('name')}({function.get('arguments', '')})]"
     if role == "assistant":
         return AssistantMessage(text.strip())
-    if role == "system":
-        text = f"[system] {text}"
+    if role in ("system", "developer"):  # MCP prompts have no such role: said in the text
+        text = f"[{role}] {text}"
     elif role == "tool":
         text = f"[tool result {message.get('tool_call_id', '')}] {text}"
     return UserMessage(text.strip())
