@@ -70,7 +70,8 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
     role = "assistant" if turn.role == "assistant" else "user"
     out: list[tuple[str, dict[str, Any]]] = []
     name = turn.name  # said once, before the turn's first text
-    for block in turn.blocks:
+    replayed = _replayable(turn) if role == "assistant" else set()
+    for b, block in enumerate(turn.blocks):
         match block.type:
             case "tool_result":
                 out.append(("user", _anthropic_result(block)))
@@ -97,14 +98,36 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
                 placeholder = {"type": "text", "text": block.text or f"[{block.type}]"}
                 out.append((role, converted or placeholder))
             case "other":
-                data = block.data or {}
-                if role == "assistant" and data.get("type") in SERVER_BLOCKS:
-                    out.append((role, _as_param(data)))
+                if b in replayed:
+                    out.append((role, _as_param(block.data or {})))
                 elif block.text.strip():
                     out.append((role, {"type": "text", "text": block.text}))
             case _:
                 pass
     return out
+
+
+def _replayable(turn: Turn) -> set[int]:
+    """The indexes of a turn's server-tool blocks Anthropic output replays as sent.
+
+    A ``server_tool_use`` and its result go back together or not at all (the
+    API refuses a server call without its result): a result moved to a payload
+    file is a text reference, so its call becomes a placeholder too.
+    """
+    calls: dict[str, int] = {}
+    results: dict[str, int] = {}
+    alone: set[int] = set()
+    for b, block in enumerate(turn.blocks):
+        data = block.data if block.type == "other" and block.data is not None else {}
+        kind = data.get("type")
+        if kind == "server_tool_use" and isinstance(data.get("id"), str):
+            calls[data["id"]] = b
+        elif kind in SERVER_BLOCKS and isinstance(data.get("tool_use_id"), str):
+            results[data["tool_use_id"]] = b
+        elif kind == "container_upload":  # answers no call
+            alone.add(b)
+    paired = calls.keys() & results.keys()
+    return alone | {calls[i] for i in paired} | {results[i] for i in paired}
 
 
 # Web-search citations name their source themselves; document citations point

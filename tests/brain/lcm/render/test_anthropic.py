@@ -312,3 +312,15 @@ def test_a_document_inside_a_tool_result_is_its_placeholder_not_dropped() -> Non
     result = _result("t1", "[file: a.txt]", data=block)
     _, messages = render_anthropic([_turn("assistant", _call("t1")), _turn("user", result)])
     assert messages[-1]["content"][0]["content"] == [{"type": "text", "text": "[file: a.txt]"}]
+
+
+def test_a_server_call_whose_result_is_not_there_is_a_placeholder_never_a_lone_call() -> None:
+    # Its result was large enough to move to a payload file: a text reference now.
+    use = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}
+    reference = _text("[Large payload file_0123456789abcdef | other | 90000 bytes]")
+    turn = _turn(
+        "assistant", Block("other", "[server_tool_use] web_search({})", data=use), reference
+    )
+    _, messages = render_anthropic([_turn("user", _text("q")), turn])
+    assert [b["type"] for b in messages[1]["content"]] == ["text", "text"]
+    assert messages[1]["content"][0]["text"] == "[server_tool_use] web_search({})"
