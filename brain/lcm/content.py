@@ -476,6 +476,8 @@ def _openai_tool_call(call: Any, where: str, large_tokens: int) -> tuple[Part, s
             raise InvalidInput(f"{where}.custom", "must be an object")
         name = _str_field(custom, "name", f"{where}.custom")
         args: Any = custom.get("input", "")
+    elif (foreign := foreign_call(call)) is not None:
+        name, args = foreign
     else:
         function = call.get("function")
         if not isinstance(function, dict):
@@ -487,6 +489,27 @@ def _openai_tool_call(call: Any, where: str, large_tokens: int) -> tuple[Part, s
     if payload is not None:
         text = _reference(payload, name, text)
     return Part("tool_call", "tool_calls", stored, call_id, name, payload), text
+
+
+def foreign_call(call: dict[str, Any]) -> tuple[str, str] | None:
+    """(name, arguments) of an OpenAI tool call of a type brain does not know yet
+    (``{"id", "type": T, T: {...}}``); None for a function or custom call.
+
+    Kept as sent and paired by its id like any call, rather than refused: the
+    next API release's call type must not cost the host its turn. The name is
+    its object's ``name`` (else the type), the arguments the rest of it as JSON.
+    """
+    kind = call.get("type")
+    if not isinstance(kind, str) or not kind or kind in ("function", "custom"):
+        return None
+    if "function" in call:
+        return None  # a function call under another type name: checked as one
+    inner = call.get(kind)
+    if isinstance(inner, dict):
+        name = inner.get("name")
+        rest = {k: v for k, v in inner.items() if k != "name"}
+        return (name if isinstance(name, str) and name else kind), orjson.dumps(rest).decode()
+    return kind, "" if inner is None else _text_of(inner)
 
 
 def _str_field(obj: dict[str, Any], key: str, where: str) -> str:

@@ -100,24 +100,37 @@ blocks = st.lists(
     max_size=5,
 )
 
-openai_tool_call = st.builds(
-    lambda call_id, name, args: {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": name, "arguments": args},
-    },
-    ids,
-    names,
-    texts,
-) | st.builds(  # ChatCompletionMessageCustomToolCall: free-text input
-    lambda call_id, name, text: {
-        "id": call_id,
-        "type": "custom",
-        "custom": {"name": name, "input": text},
-    },
-    ids,
-    names,
-    texts,
+openai_tool_call = (
+    st.builds(
+        lambda call_id, name, args: {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": args},
+        },
+        ids,
+        names,
+        texts,
+    )
+    | st.builds(  # ChatCompletionMessageCustomToolCall: free-text input
+        lambda call_id, name, text: {
+            "id": call_id,
+            "type": "custom",
+            "custom": {"name": name, "input": text},
+        },
+        ids,
+        names,
+        texts,
+    )
+    | st.builds(  # a call type no SDK has yet: kept and paired by its id
+        lambda call_id, name, args: {
+            "id": call_id,
+            "type": "mcp",
+            "mcp": {"name": name, "args": args},
+        },
+        ids,
+        names,
+        json_values,
+    )
 )
 zones = st.sampled_from(
     [None, UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))]

@@ -367,6 +367,29 @@ def test_a_custom_tool_call_pairs_with_its_result_in_both_formats(tmp_path: Path
     ]
 
 
+def test_a_tool_call_of_a_type_no_sdk_has_yet_is_stored_paired_and_shown(tmp_path: Path) -> None:
+    call = {"id": "c9", "type": "mcp", "mcp": {"name": "lookup", "server": "kb", "q": "wal"}}
+    sent = [
+        _user(1, "look it up"),
+        {"id": "a1", "role": "assistant", "content": None, "tool_calls": [call]},
+        {"id": "t1", "role": "tool", "tool_call_id": "c9", "content": "found it"},
+    ]
+    with Client.spawn(tmp_path / "shapes.db") as client:
+        openai, anthropic = _stored_and_shown(client, "s", sent)
+    assert openai["messages"][1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c9", "content": "found it"},
+    ]
+    use = {"type": "tool_use", "id": "c9", "name": "lookup", "input": {"server": "kb", "q": "wal"}}
+    assert anthropic["messages"][1:] == [
+        {"role": "assistant", "content": [use]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "c9", "content": "found it"}],
+        },
+    ]
+
+
 def test_an_audio_only_answer_shows_its_transcript_between_the_user_turns(
     tmp_path: Path,
 ) -> None:

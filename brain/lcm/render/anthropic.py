@@ -169,10 +169,13 @@ def _anthropic_call(block: Block) -> dict[str, Any]:
         parsed = orjson.loads(block.arguments or "{}")
     except orjson.JSONDecodeError:
         parsed = None
-    if block.data is not None:  # a custom tool's free-text input: kept, as the one field
-        arguments: dict[str, Any] = {"input": block.arguments or ""}
+    custom = block.data is not None and block.data.get("type") == "custom"
+    if isinstance(parsed, dict) and not custom:
+        arguments: dict[str, Any] = parsed
+    elif block.data is not None:  # free text (a custom tool's input): kept, as the one field
+        arguments = {"input": block.arguments or ""}
     else:
-        arguments = parsed if isinstance(parsed, dict) else {}
+        arguments = {}
     return {
         "type": "tool_use",
         "id": _safe_id(block.call_id),

@@ -15,7 +15,8 @@ def render_openai(turns: Sequence[Turn]) -> list[dict[str, Any]]:
     """Turns as OpenAI chat-completions messages.
 
     Assistant tool calls go in ``tool_calls`` (content null when there is no
-    text; a custom tool's call as ``type: "custom"``), a refusal in
+    text; a custom tool's call as ``type: "custom"``, a call of a type brain
+    does not know as it came), a refusal in
     ``refusal``; each tool result is its own ``tool`` message; images become
     ``image_url`` parts. A ``developer`` message stays ``developer``.
     Reasoning is left out (chat completions takes none as input); consecutive
@@ -62,11 +63,13 @@ def _openai_turn(turn: Turn, out: list[dict[str, Any]]) -> None:
                 current = {"role": "assistant", "content": []}
                 out.append(current)
             call: dict[str, Any] = {"id": block.call_id or ""}
-            if block.data is not None:  # a custom tool's call: free-text input
+            if block.data is not None and block.data.get("type") == "custom":  # free-text input
                 call |= {
                     "type": "custom",
                     "custom": {"name": block.name or "", "input": block.arguments or ""},
                 }
+            elif block.data is not None:  # a call type newer than brain: as it came
+                call = dict(block.data) | call
             else:
                 call |= {
                     "type": "function",

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal, cast
 
 import orjson
 
-from brain.lcm.content import FILE_MARKER, block_label, nested_text
+from brain.lcm.content import FILE_MARKER, block_label, foreign_call, nested_text
 from brain.lcm.messages import StoredMessage, StoredPart, speaker
 
 BlockType = Literal[
@@ -196,6 +196,10 @@ def _call_block(msg: StoredMessage, part: StoredPart) -> Block:
         raw = inner.get("input", "")
         name = part.tool_name or inner.get("name")
         custom = stored
+    elif part.origin == "tool_calls" and (foreign := foreign_call(stored)) is not None:
+        # A call type newer than brain: its own shape rides along for OpenAI output.
+        name, raw = part.tool_name or foreign[0], foreign[1]
+        custom = stored
     elif part.origin == "tool_calls":  # OpenAI {"id", "type", "function": {"name", "arguments"}}
         function = stored.get("function")
         function = function if isinstance(function, dict) else {}
@@ -217,7 +221,8 @@ def _call_block(msg: StoredMessage, part: StoredPart) -> Block:
         call_id=part.tool_call_id,
         name=name if isinstance(name, str) else None,
         arguments=arguments,
-        # Marks a custom call (free-text input) for the renderers; None otherwise.
+        # A custom call (free-text input) or one of a type brain does not know,
+        # for the renderers; None for a function call.
         data=custom,
     )
 

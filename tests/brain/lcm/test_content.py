@@ -475,3 +475,15 @@ def test_a_server_tool_result_is_labelled_with_its_sources_and_counted_whole() -
     assert n.content == "[web_search_tool_result: WAL <https://sqlite.org/wal.html>]"
     # Anthropic output replays it whole, encrypted content and all.
     assert n.token_count >= estimate_tokens(orjson.dumps(result).decode())
+
+
+def test_a_tool_call_of_a_type_brain_does_not_know_is_kept_and_paired_by_its_id() -> None:
+    # The next API release's call type must not refuse the host's batch.
+    call = {"id": "c1", "type": "mcp", "mcp": {"name": "lookup", "server": "kb", "args": {"q": 1}}}
+    msg = MessageIn("assistant", None, tool_calls=[call])
+    n = _norm(msg)
+    assert [(p.kind, p.tool_call_id, p.tool_name) for p in n.parts] == [
+        ("tool_call", "c1", "lookup")
+    ]
+    assert n.content == 'lookup({"server":"kb","args":{"q":1}})'
+    assert _roundtrip(msg, BIG)["tool_calls"] == [call]

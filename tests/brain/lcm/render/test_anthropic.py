@@ -324,3 +324,12 @@ def test_a_server_call_whose_result_is_not_there_is_a_placeholder_never_a_lone_c
     _, messages = render_anthropic([_turn("user", _text("q")), turn])
     assert [b["type"] for b in messages[1]["content"]] == ["text", "text"]
     assert messages[1]["content"][0]["text"] == "[server_tool_use] web_search({})"
+
+
+def test_a_call_of_a_type_brain_does_not_know_is_a_tool_use_with_its_arguments() -> None:
+    sent = {"id": "c1", "type": "mcp", "mcp": {"name": "lookup", "server": "kb"}}
+    call = Block("tool_call", call_id="c1", name="lookup", arguments='{"server":"kb"}', data=sent)
+    _, messages = render_anthropic([_turn("user", _text("q")), _turn("assistant", call)])
+    assert messages[1]["content"] == [
+        {"type": "tool_use", "id": "c1", "name": "lookup", "input": {"server": "kb"}}
+    ]

@@ -216,3 +216,11 @@ def test_blocks_chat_completions_has_no_slot_for_are_their_placeholder_text() ->
             ],
         }
     ]
+
+
+def test_a_call_of_a_type_brain_does_not_know_renders_as_it_came() -> None:
+    sent = {"id": "c1", "type": "mcp", "mcp": {"name": "lookup", "server": "kb"}}
+    call = Block("tool_call", call_id="c1", name="lookup", arguments='{"server":"kb"}', data=sent)
+    assert render_openai([_turn("assistant", call)]) == [
+        {"role": "assistant", "content": None, "tool_calls": [sent]}
+    ]

@@ -302,3 +302,16 @@ def test_a_text_with_citations_keeps_its_block_for_the_renderers() -> None:
     plain = {"type": "text", "text": "no sources", "citations": None}
     msg = _msg("assistant", (_part("text", block=text), _part("text", block=plain)))
     assert turn_from_message(msg).blocks == (Block("text", "WAL.", data=text), _text("no sources"))
+
+
+def test_a_tool_call_of_a_type_brain_does_not_know_is_a_call_block_keeping_its_shape() -> None:
+    call = {"id": "c1", "type": "mcp", "mcp": {"name": "lookup", "server": "kb"}}
+    msg = _msg("assistant", (_part("tool_call", "tool_calls", call, call_id="c1"),), shape="string")
+    [block] = turn_from_message(msg).blocks
+    assert (block.type, block.call_id, block.name, block.arguments, block.data) == (
+        "tool_call",
+        "c1",
+        "lookup",
+        '{"server":"kb"}',
+        call,
+    )
