@@ -81,12 +81,13 @@ def _message(message: dict[str, Any]) -> Message:
     role = message.get("role")
     text = _text(message.get("content"))
     for call in message.get("tool_calls") or ():
-        if call.get("type") == "custom":  # a custom tool: free-text input
-            custom = call.get("custom") or {}
-            text += f"\n[called {custom.get('name')}({custom.get('input', '')})]"
-        else:
-            function = call.get("function") or {}
-            text += f"\n[called {function.get('name')}({function.get('arguments', '')})]"
+        # A function's call, a custom tool's ({"custom": {"name", "input"}}) or a
+        # newer type's: its object is under its type's name.
+        kind = call.get("type")
+        kind = kind if isinstance(kind, str) and kind else "function"
+        inner = call.get(kind) if isinstance(call.get(kind), dict) else {}
+        args = inner.get("arguments", inner.get("input", ""))
+        text += f"\n[called {inner.get('name', kind)}({args})]"
     if role == "assistant":
         return AssistantMessage(text.strip())
     if role in ("system", "developer"):  # MCP prompts have no such role: said in the text
