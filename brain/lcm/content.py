@@ -5,7 +5,11 @@ Clients send content as a string or as a list of blocks in OpenAI chat shape
 the message-level ``tool_calls`` list and tool results as ``role: "tool"`` with
 ``tool_call_id``; Responses-style ``function_call`` / ``function_call_output``)
 or Anthropic messages shape (``text``, ``image``, ``document``, ``tool_use``,
-``tool_result``, ``thinking``, ``redacted_thinking``). ``normalize`` turns one
+``tool_result``, ``thinking``, ``redacted_thinking``, and the blocks of
+Anthropic's server tools). OpenAI ``custom`` tool calls (free-text input) and
+the Responses ``custom_tool_call`` / ``custom_tool_call_output`` items pair with
+their results like function calls. A block of a type not named here is kept
+as sent and flattened to a short label (``block_label``). ``normalize`` turns one
 message into rows: a flattened text (what FTS indexes and budgets count) and
 one part per block keeping the original block. ``restore`` inverts it exactly.
 
@@ -36,31 +40,49 @@ PartKind = Literal["text", "tool_call", "tool_result", "reasoning", "image", "fi
 Origin = Literal["content", "tool_calls", "message"]
 Encoding = Literal["utf8", "json"]
 
-ROLES: Final = frozenset({"user", "assistant", "system", "tool"})
+ROLES: Final = frozenset({"user", "assistant", "system", "tool", "developer", "function"})
+STORED_ROLE: Final = {"developer": "system", "function": "tool"}
+"""Roles stored as another (``messages.role`` allows the four of DESIGN §4): OpenAI's
+``developer`` is its system role for current models, pinned and rendered as one;
+the legacy ``function`` result is a tool message without a call id. ``ROLE_KEY``
+in ``messages.extra`` keeps the role sent, for ``restore`` and render."""
+ROLE_KEY: Final = "__brain_role__"
+RESERVED_PREFIX: Final = "__brain_"
+"""Names brain keeps for its markers in ``messages.extra``: refused as message members."""
 FILE_MARKER: Final = "__brain_file__"
 NO_CONTENT_KEY: Final = "__brain_content__"
 """The key of ``messages.extra`` that records content sent as null (``"null"``) or
 left out (``"absent"``); SDK field names never take this form."""
 NO_CONTENT_NEEDS: Final = ("tool_calls", "function_call", "refusal", "audio")
 """An assistant message may come without content when it has one of these."""
-MESSAGE_EXTRAS: Final = (
-    "refusal",
-    "annotations",
-    "audio",
-    "function_call",
-    "reasoning_content",
-    "reasoning",
-    "type",
-    "status",
-    "model",
-    "stop_reason",
-    "stop_sequence",
-    "usage",
-    "container",
+MESSAGE_FIELDS: Final = (
+    "role",
+    "content",
+    "id",
+    "name",
+    "created_at",
+    "tool_calls",
+    "tool_call_id",
 )
-"""The message-level SDK fields kept in ``MessageIn.extra``: the same list as
-``protocol.methods.MESSAGE_EXTRAS`` (``brain`` never imports ``protocol``; a test
+"""The message members brain reads itself; every other (non-null) member is the
+host's and kept in ``MessageIn.extra``. The same list as
+``protocol.methods.MESSAGE_FIELDS`` (``brain`` never imports ``protocol``; a test
 keeps the two equal), for messages read from files rather than requests."""
+SERVER_BLOCKS: Final = frozenset(
+    {
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "container_upload",
+    }
+)
+"""Anthropic assistant blocks of tools the provider runs (a call and its result in
+one message): the Anthropic API takes them back as sent, so Anthropic output
+replays them; their whole JSON counts in the message's tokens."""
 SPEAKER_ROLES: Final = frozenset({"user", "assistant", "system"})
 """Roles whose ``name`` says who spoke (a tool message's ``name`` is its tool's)."""
 _PREVIEW_CHARS: Final = 160
@@ -148,9 +170,14 @@ def normalize(
     parts: list[Part] = []
     texts: list[str] = []
     extra = dict(msg.extra or {})
+    role = STORED_ROLE.get(msg.role, msg.role)
+    if role != msg.role:
+        extra[ROLE_KEY] = msg.role
+    bulk = 0  # tokens a block renders with beyond its flattened text
 
-    refusal = extra.get("refusal")
-    refusal = refusal if isinstance(refusal, str) and refusal else None
+    # What message-level fields say that render shows (``extra_texts``):
+    # flattened too, so grep finds it and budgets count it.
+    said = extra_texts(extra)
     if msg.content is None:
         _check_no_content(msg, where)
         # Stored like an empty string; the marker tells ``restore`` to give null back.
@@ -164,10 +191,10 @@ def normalize(
             payload = _payload(text.encode("utf-8"), "utf8", result_kind)
             parts.append(Part(result_kind, "message", None, msg.tool_call_id, None, payload))
             text = _reference(payload, None, text)
-        elif msg.tool_call_id is not None or msg.tool_calls or refusal:
-            # Tool calls and a refusal add their text to the flattened content
-            # below, so the original string must be kept for ``restore``.
-            original = text if msg.tool_calls or refusal else None
+        elif msg.tool_call_id is not None or msg.tool_calls or said:
+            # Tool calls and message-level fields add their text to the flattened
+            # content below, so the original string must be kept for ``restore``.
+            original = text if msg.tool_calls or said else None
             parts.append(Part(result_kind, "message", original, msg.tool_call_id))
         texts.append(text)
     else:
@@ -179,26 +206,30 @@ def normalize(
             parts.append(part)
             if text:
                 texts.append(text)
+            if part.payload is None and block.get("type") in SERVER_BLOCKS:
+                # Replayed whole in Anthropic output (search results carry
+                # encrypted content): count what is sent, not just the label.
+                bulk += max(
+                    0, estimate_tokens(orjson.dumps(block).decode()) - estimate_tokens(text)
+                )
 
     for i, call in enumerate(msg.tool_calls or ()):
         part, text = _openai_tool_call(call, f"{where}.tool_calls[{i}]", large_tokens)
         parts.append(part)
         texts.append(text)
-    if refusal is not None:
-        # Flattened too, so grep finds it and budgets count it; ``restore``
-        # gives it back from ``extra`` and render shows it as the refusal.
-        texts.append(refusal)
+    # ``restore`` gives these fields back from ``extra``; render shows them.
+    texts.extend(said)
 
     content = "\n".join(texts)
-    speaker_name = msg.name if msg.role in SPEAKER_ROLES else None
+    speaker_name = msg.name if role in SPEAKER_ROLES else None
     return Normalized(
-        role=msg.role,
+        role=role,
         name=msg.name,
         content=content,
         content_shape=shape,
         # The speaker's name is shown with the message (OpenAI ``name``, or a
         # ``Name: `` prefix), so it is part of what the message costs.
-        token_count=estimate_tokens(content) + name_tokens(speaker_name),
+        token_count=estimate_tokens(content) + bulk + name_tokens(speaker_name),
         created_at=created_at,
         client_id=msg.client_id,
         replay_hash=replay_hash(msg),
@@ -218,6 +249,43 @@ def _check_no_content(msg: MessageIn, where: str) -> None:
         f"{where}.content",
         f"required (only an assistant message with {', '.join(NO_CONTENT_NEEDS)} may omit it)",
     )
+
+
+def extra_texts(extra: dict[str, Any]) -> list[str]:
+    """The text of the message-level fields render shows, in the order it shows them.
+
+    A string ``refusal``, an audio answer's transcript (``[audio] ...``) and a
+    legacy ``function_call`` (``[function call] name(arguments)``); other
+    message-level members are metadata (``usage``, ``stop_details``, ...), kept
+    and given back but not shown, so neither searched nor counted.
+    """
+    out = []
+    refusal = extra.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        out.append(refusal)
+    if extra.get("audio") is not None:
+        out.append(audio_text(extra["audio"]))
+    if extra.get("function_call") is not None:
+        out.append(function_call_text(extra["function_call"]))
+    return out
+
+
+def audio_text(audio: Any) -> str:
+    """What an OpenAI audio answer says: ``[audio]`` and its transcript, if it has one."""
+    transcript = audio.get("transcript") if isinstance(audio, dict) else None
+    return f"[audio] {transcript}" if isinstance(transcript, str) and transcript else "[audio]"
+
+
+def function_call_text(call: Any) -> str:
+    """A legacy OpenAI ``function_call`` as text: ``[function call] name(arguments)``.
+
+    It has no call id, so brain cannot pair it with its ``function`` result; as
+    text it can never leave a request with a call and no result.
+    """
+    call = call if isinstance(call, dict) else {}
+    name, args = call.get("name"), call.get("arguments", "")
+    args_text = args if isinstance(args, str) else orjson.dumps(args).decode()
+    return f"[function call] {name if isinstance(name, str) else ''}({args_text})"
 
 
 def replay_hash(msg: MessageIn) -> bytes:
@@ -297,6 +365,7 @@ def restore(
     if extra is not None:
         fields = orjson.loads(extra)
         no_content = fields.pop(NO_CONTENT_KEY, None)
+        out["role"] = fields.pop(ROLE_KEY, role)
         if no_content == "null":
             out["content"] = None
         elif no_content == "absent":
@@ -355,12 +424,16 @@ def _classify(
             args = block.get("arguments", "")
             args_text = args if isinstance(args, str) else orjson.dumps(args).decode()
             return "tool_call", f"{name}({args_text})", call_id, name
-        case "tool_result" | "function_call_output":
+        case "custom_tool_call":  # Responses: a custom tool's free-text input
+            call_id = _str_field(block, "call_id", where)
+            name = _str_field(block, "name", where)
+            return "tool_call", f"{name}({_text_of(block.get('input', ''))})", call_id, name
+        case "tool_result" | "function_call_output" | "custom_tool_call_output":
             id_key, body_key = (
                 ("tool_use_id", "content") if kind_name == "tool_result" else ("call_id", "output")
             )
             call_id = _str_field(block, id_key, where)
-            return "tool_result", _nested_text(block.get(body_key, "")), call_id, None
+            return "tool_result", nested_text(block.get(body_key, "")), call_id, None
         case "image" | "image_url" | "input_image":
             return "image", "[image]", None, None
         case "document" | "file" | "input_file" | "input_audio":
@@ -369,23 +442,74 @@ def _classify(
             title = block.get("title") or filename
             return "file", f"[file: {title}]" if isinstance(title, str) else "[file]", None, None
         case _:
-            return "other", "", None, None
+            return "other", block_label(block), None, None
+
+
+def block_label(block: Any) -> str:
+    """The short stand-in for a block a format has no slot for: ``[type]``, with the
+    titles and URLs of the results it holds (a web search's), at most five."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    label = kind if isinstance(kind, str) and kind else "block"
+    body = block.get("content") if isinstance(block, dict) else None
+    found = []
+    for item in body if isinstance(body, list) else ():
+        if not isinstance(item, dict):
+            continue
+        title, url = item.get("title"), item.get("url")
+        named = [v for v in (title, url and f"<{url}>") if isinstance(v, str) and v]
+        if named:
+            found.append(" ".join(named))
+    return f"[{label}: {'; '.join(found[:5])}]" if found else f"[{label}]"
+
+
+def _text_of(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 def _openai_tool_call(call: Any, where: str, large_tokens: int) -> tuple[Part, str]:
     if not isinstance(call, dict):
         raise InvalidInput(where, "must be an object")
     call_id = _str_field(call, "id", where)
-    function = call.get("function")
-    if not isinstance(function, dict):
-        raise InvalidInput(f"{where}.function", "must be an object")
-    name = _str_field(function, "name", f"{where}.function")
-    args = function.get("arguments", "")
-    text = f"{name}({args if isinstance(args, str) else orjson.dumps(args).decode()})"
+    if call.get("type") == "custom":  # ChatCompletionMessageCustomToolCall: free-text input
+        custom = call.get("custom")
+        if not isinstance(custom, dict):
+            raise InvalidInput(f"{where}.custom", "must be an object")
+        name = _str_field(custom, "name", f"{where}.custom")
+        args: Any = custom.get("input", "")
+    elif (foreign := foreign_call(call)) is not None:
+        name, args = foreign
+    else:
+        function = call.get("function")
+        if not isinstance(function, dict):
+            raise InvalidInput(f"{where}.function", "must be an object")
+        name = _str_field(function, "name", f"{where}.function")
+        args = function.get("arguments", "")
+    text = f"{name}({_text_of(args)})"
     stored, payload = _offload(call, "tool_call", large_tokens)
     if payload is not None:
         text = _reference(payload, name, text)
     return Part("tool_call", "tool_calls", stored, call_id, name, payload), text
+
+
+def foreign_call(call: dict[str, Any]) -> tuple[str, str] | None:
+    """(name, arguments) of an OpenAI tool call of a type brain does not know yet
+    (``{"id", "type": T, T: {...}}``); None for a function or custom call.
+
+    Kept as sent and paired by its id like any call, rather than refused: the
+    next API release's call type must not cost the host its turn. The name is
+    its object's ``name`` (else the type), the arguments the rest of it as JSON.
+    """
+    kind = call.get("type")
+    if not isinstance(kind, str) or not kind or kind in ("function", "custom"):
+        return None
+    if "function" in call:
+        return None  # a function call under another type name: checked as one
+    inner = call.get(kind)
+    if isinstance(inner, dict):
+        name = inner.get("name")
+        rest = {k: v for k, v in inner.items() if k != "name"}
+        return (name if isinstance(name, str) and name else kind), orjson.dumps(rest).decode()
+    return kind, "" if inner is None else _text_of(inner)
 
 
 def _str_field(obj: dict[str, Any], key: str, where: str) -> str:
@@ -395,25 +519,41 @@ def _str_field(obj: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _nested_text(value: Any) -> str:
-    """Searchable text of a tool result body: a string, or the text of nested blocks."""
+def nested_text(value: Any) -> str:
+    """Text of a tool result body: a string, or its blocks' text.
+
+    A block without text (an image, a document) is its placeholder (``[image]``,
+    ``[file: TITLE]``, ``[type]``), so a result holding only an image says so
+    rather than nothing, where the output format cannot carry the image.
+    """
     if isinstance(value, str):
         return value
     if isinstance(value, list):
         texts = []
         for item in value:
-            if isinstance(item, dict) and isinstance(item.get("text"), str):
-                texts.append(item["text"])
-            elif isinstance(item, str):
+            if isinstance(item, str):
                 texts.append(item)
+            elif isinstance(item, dict):
+                if isinstance(item.get("text"), str):
+                    texts.append(item["text"])
+                elif isinstance(item.get("type"), str):
+                    texts.append(_item_label(item))
         return "\n".join(texts)
     return ""
+
+
+def _item_label(item: dict[str, Any]) -> str:
+    try:
+        kind, text, _, _ = _classify(item, item["type"], "")
+    except InvalidInput:  # a malformed nested block: its type is all we can say
+        return f"[{item['type']}]"
+    return text if kind in ("image", "file") else block_label(item)
 
 
 def _reasoning_text(block: dict[str, Any]) -> str:
     if isinstance(block.get("text"), str):
         return str(block["text"])
-    return _nested_text(block.get("summary") or block.get("content") or "")
+    return nested_text(block.get("summary") or block.get("content") or "")
 
 
 # -- large payloads ---------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any, Final
 import orjson
 
 from brain.errors import NotFound, PayloadMissing
-from brain.lcm.content import SPEAKER_ROLES, restore
+from brain.lcm.content import SPEAKER_ROLES, audio_text, function_call_text, restore
 from brain.lcm.ids import generated_row_id, public_message_id
 from brain.payloads.files import read_stored_file
 from brain.store.connection import Store
@@ -68,6 +68,13 @@ class StoredMessage:
     no_content: bool = False
     """The message came with ``content`` null or absent: its flattened text is only
     what its tool calls and refusal say, none of it content to show."""
+    sent_role: str | None = None
+    """The role the message was sent with when it is stored as another
+    (``developer`` stored as ``system``, ``function`` as ``tool``)."""
+    audio: str | None = None
+    """An OpenAI audio answer's text (``[audio] transcript``), if it came with ``audio``."""
+    function_call: str | None = None
+    """A legacy OpenAI ``function_call`` as text, if it came with one."""
 
 
 def with_speaker(text: str, name: str | None) -> str:
@@ -75,23 +82,26 @@ def with_speaker(text: str, name: str | None) -> str:
     return f"{name}: {text}" if name else text
 
 
+# The ``extra`` members rendering needs, read in SQL rather than decoding the
+# whole JSON for each message: it may hold large SDK fields (an audio answer's
+# base64 ``data``), of which only the transcript is read.
+_COLUMNS: Final = (
+    "SELECT m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
+    "m.token_count, m.created_at, m.suppressed_at IS NOT NULL, "
+    "CASE json_type(m.extra, '$.refusal') WHEN 'text' THEN m.extra ->> '$.refusal' END, "
+    "json_extract(m.extra, '$.__brain_content__') IS NOT NULL, "
+    "m.extra ->> '$.__brain_role__', "
+    "CASE WHEN coalesce(json_type(m.extra, '$.audio'), 'null') <> 'null' "
+    "THEN json_object('transcript', json_extract(m.extra, '$.audio.transcript')) END, "
+    "CASE WHEN coalesce(json_type(m.extra, '$.function_call'), 'null') <> 'null' "
+    "THEN m.extra -> '$.function_call' END "
+)
 # Ids go in as one JSON array (json_each), so any number of them is one
 # statement with one binding and no SQL is ever built from values.
-_BY_IDS: Final = (
-    "SELECT m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
-    "m.token_count, m.created_at, m.suppressed_at IS NOT NULL, "
-    # The two ``extra`` members rendering needs, read in SQL rather than
-    # decoding the whole JSON (it may hold large SDK fields) for each message.
-    "CASE json_type(m.extra, '$.refusal') WHEN 'text' THEN m.extra ->> '$.refusal' END, "
-    "json_extract(m.extra, '$.__brain_content__') IS NOT NULL "
-    "FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
-)
+# Built from constants only:
+_BY_IDS: Final = _COLUMNS + "FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"  # noqa: S608
 _BY_RANGE: Final = (
-    "SELECT m.id, m.client_id, m.seq, m.role, m.name, m.content, m.content_shape, "
-    "m.token_count, m.created_at, m.suppressed_at IS NOT NULL, "
-    "CASE json_type(m.extra, '$.refusal') WHEN 'text' THEN m.extra ->> '$.refusal' END, "
-    "json_extract(m.extra, '$.__brain_content__') IS NOT NULL "
-    "FROM messages m WHERE m.conversation_id = ? "
+    _COLUMNS + "FROM messages m WHERE m.conversation_id = ? "
     "AND m.seq BETWEEN ? AND ? ORDER BY m.seq"
 )
 _PARTS: Final = (
@@ -238,6 +248,9 @@ def _message(row: tuple[Any, ...], parts: tuple[StoredPart, ...]) -> StoredMessa
         suppressed=bool(row[9]),
         refusal=row[10] if isinstance(row[10], str) and row[10] else None,
         no_content=bool(row[11]),
+        sent_role=row[12] if isinstance(row[12], str) else None,
+        audio=None if row[13] is None else audio_text(orjson.loads(row[13])),
+        function_call=None if row[14] is None else function_call_text(orjson.loads(row[14])),
     )
 
 

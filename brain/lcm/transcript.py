@@ -38,7 +38,7 @@ from typing import IO, Any, Final, Literal
 import orjson
 
 from brain.errors import InvalidInput
-from brain.lcm.content import MESSAGE_EXTRAS, MessageIn
+from brain.lcm.content import MESSAGE_FIELDS, RESERVED_PREFIX, MessageIn
 from brain.progress import Progress
 from brain.store.fileguard import Refused, open_regular
 
@@ -227,11 +227,16 @@ def read_message(handle: IO[bytes], scan: Scan, entry: int, line_no: int) -> Mes
 
 
 def _plain_message(obj: dict[str, Any], client_id: str, line_no: int) -> MessageIn:
-    """A plain line as ``ingest`` would take it: the SDK fields it keeps go in
-    ``extra`` (null ones say nothing), and content may be null or missing
-    where ingest allows it (checked by ``normalize``, naming the line)."""
+    """A plain line as ``ingest`` would take it: members brain does not read go
+    in ``extra`` (null ones say nothing; ``timestamp`` is read as the time), and
+    content may be null or missing where ingest allows it (checked by
+    ``normalize``, naming the line)."""
     where = f"line {line_no}"
-    extra = {k: obj[k] for k in MESSAGE_EXTRAS if obj.get(k) is not None}
+    read = (*MESSAGE_FIELDS, "timestamp")
+    extra = {k: v for k, v in obj.items() if k not in read and v is not None}
+    reserved = next((k for k in extra if k.startswith(RESERVED_PREFIX)), None)
+    if reserved is not None:
+        raise InvalidInput(f"{where}.{reserved}", f"names starting {RESERVED_PREFIX} are reserved")
     return MessageIn(
         role=obj["role"],
         content=obj.get("content"),

@@ -76,16 +76,22 @@ def register(server: MCPServer, calls: Calls, pin: Pin) -> None:
 
 
 def _message(message: dict[str, Any]) -> Message:
-    """An assembled (OpenAI-shape) message as a prompt message: user or assistant text."""
+    """An assembled (OpenAI-shape) message as a prompt message: user or assistant text
+    (a system or developer message's text says its role)."""
     role = message.get("role")
     text = _text(message.get("content"))
     for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        text += f"\n[called {function.get('name')}({function.get('arguments', '')})]"
+        # A function's call, a custom tool's ({"custom": {"name", "input"}}) or a
+        # newer type's: its object is under its type's name.
+        kind = call.get("type")
+        kind = kind if isinstance(kind, str) and kind else "function"
+        inner = call.get(kind) if isinstance(call.get(kind), dict) else {}
+        args = inner.get("arguments", inner.get("input", ""))
+        text += f"\n[called {inner.get('name', kind)}({args})]"
     if role == "assistant":
         return AssistantMessage(text.strip())
-    if role == "system":
-        text = f"[system] {text}"
+    if role in ("system", "developer"):  # MCP prompts have no such role: said in the text
+        text = f"[{role}] {text}"
     elif role == "tool":
         text = f"[tool result {message.get('tool_call_id', '')}] {text}"
     return UserMessage(text.strip())

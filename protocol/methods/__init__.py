@@ -46,7 +46,7 @@ from protocol.methods.graph import (
 from protocol.methods.messages import (
     MAX_BATCH,
     MAX_BLOCKS,
-    MESSAGE_EXTRAS,
+    MESSAGE_FIELDS,
     NO_CONTENT_NEEDS,
     ON_FORK,
     ROLES,
@@ -104,7 +104,7 @@ __all__ = [
     "MAX_GRANT_TTL_S",
     "MAX_ID_LEN",
     "MAX_PATH_LEN",
-    "MESSAGE_EXTRAS",
+    "MESSAGE_FIELDS",
     "METHODS",
     "MaintainParams",
     "Message",

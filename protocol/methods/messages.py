@@ -15,31 +15,28 @@ from protocol.errors import InvalidParams
 from protocol.fields import Fields
 from protocol.methods.checks import MAX_ID_LEN, MAX_PATH_LEN, check_depth
 
-ROLES: Final = ("user", "assistant", "system", "tool")
+ROLES: Final = ("user", "assistant", "system", "tool", "developer", "function")
+"""``developer`` is OpenAI's system role for current models (stored and pinned like
+``system``); ``function`` is OpenAI's legacy function result (stored like ``tool``)."""
 MAX_BATCH: Final = 10_000
 MAX_BLOCKS: Final = 10_000
 
-
-MESSAGE_EXTRAS: Final = (
-    # OpenAI Chat Completions (request params and response messages)
-    "refusal",
-    "annotations",
-    "audio",
-    "function_call",
-    # reasoning text some OpenAI-compatible servers add (DeepSeek, vLLM, OpenRouter)
-    "reasoning_content",
-    "reasoning",
-    # Responses-API message items and Anthropic response messages
-    "type",
-    "status",
-    "model",
-    "stop_reason",
-    "stop_sequence",
-    "usage",
-    "container",
+MESSAGE_FIELDS: Final = (
+    "role",
+    "content",
+    "id",
+    "name",
+    "created_at",
+    "tool_calls",
+    "tool_call_id",
 )
-"""Message-level fields the OpenAI and Anthropic SDKs put on messages besides the
-pinned ones: accepted, kept as sent and given back by ``get`` and ``describe``."""
+"""The members brain reads itself; any other member of a message is the host's data
+(an SDK field such as ``refusal``, ``usage`` or ``stop_details``): kept as sent and
+given back by ``get`` and ``describe``. A list of known SDK fields would break at
+every SDK release, so there is none."""
+
+RESERVED_PREFIX: Final = "__brain_"
+"""Member names brain keeps for its own markers in stored messages: refused."""
 
 NO_CONTENT_NEEDS: Final = ("tool_calls", "function_call", "refusal", "audio")
 """An assistant message may omit content (or send null) when one of these is given."""
@@ -50,11 +47,12 @@ class Message:
     """One conversation message (DESIGN §4), content as a string or a list of blocks.
 
     Besides the pinned fields, OpenAI's message-level ``tool_calls`` (assistant)
-    and ``tool_call_id`` (tool) are accepted, and the SDK fields named in
-    ``MESSAGE_EXTRAS`` are kept as sent in ``extra``. An assistant message with
-    one of ``NO_CONTENT_NEEDS`` may have ``content`` null (``content_absent``
-    records that the member was missing rather than null). Other members are
-    rejected, but null-valued ones are ignored (SDKs emit ``"refusal": null``).
+    and ``tool_call_id`` (tool) are read; every other member is kept as sent in
+    ``extra``, except null-valued ones, which say nothing (SDKs emit
+    ``"refusal": null``; dropping them also keeps the replay hashes of messages
+    stored before). An assistant message with one of ``NO_CONTENT_NEEDS`` may
+    have ``content`` null (``content_absent`` records that the member was
+    missing rather than null). Only names starting ``__brain_`` are refused.
     """
 
     role: str
@@ -89,11 +87,13 @@ class Message:
                 raise InvalidParams(f"{f.path('tool_calls')}[{i}]: must be an object")
             check_depth(call, f"{f.path('tool_calls')}[{i}]")
         extra: dict[str, Any] = {}
-        for key in MESSAGE_EXTRAS:
-            value = f.raw(key)
-            if value is not None:  # a null member says nothing: not kept (as before)
-                check_depth(value, f.path(key))
-                extra[key] = value
+        for key, value in f.obj.items():
+            if key in MESSAGE_FIELDS or value is None:  # a null member says nothing
+                continue
+            if key.startswith(RESERVED_PREFIX):
+                raise InvalidParams(f"{f.path(key)}: names starting {RESERVED_PREFIX} are reserved")
+            check_depth(value, f.path(key))
+            extra[key] = value
         if content is None and not (
             role == "assistant" and (tool_calls or any(k in extra for k in NO_CONTENT_NEEDS))
         ):
@@ -101,7 +101,7 @@ class Message:
                 f"{f.path('content')}: required (only an assistant message with "
                 f"{', '.join(NO_CONTENT_NEEDS)} may omit it)"
             )
-        message = cls(
+        return cls(
             role=role,
             content=content,
             id=f.optional_str("id", max_len=MAX_ID_LEN),
@@ -112,8 +112,6 @@ class Message:
             extra=extra or None,
             content_absent=content_absent,
         )
-        f.done(ignore_null=True)
-        return message
 
 
 HOST_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

@@ -68,6 +68,25 @@ tool_result_block = st.builds(
     texts | st.lists(text_block | image_block, max_size=4),
     st.just({}) | st.builds(lambda e: {"is_error": e}, st.booleans()),
 )
+# A text with web-search citations (Anthropic), and a block of a type brain does
+# not know (a newer SDK's), with whatever members it carries.
+cited_text_block = st.builds(
+    lambda t, url, title: {
+        "type": "text",
+        "text": t,
+        "citations": [
+            {"type": "web_search_result_location", "url": url, "title": title, "cited_text": t}
+        ],
+    },
+    texts,
+    st.text(max_size=20),
+    st.text(max_size=20),
+)
+future_block = st.builds(
+    lambda kind, members: members | {"type": kind},
+    st.sampled_from(["future_thing", "web_search_tool_result", "search_result"]),
+    st.dictionaries(names, json_values, max_size=3),
+)
 blocks = st.lists(
     text_block
     | image_block
@@ -75,19 +94,43 @@ blocks = st.lists(
     | thinking_block
     | redacted_thinking_block
     | tool_use_block
-    | tool_result_block,
+    | tool_result_block
+    | cited_text_block
+    | future_block,
     max_size=5,
 )
 
-openai_tool_call = st.builds(
-    lambda call_id, name, args: {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": name, "arguments": args},
-    },
-    ids,
-    names,
-    texts,
+openai_tool_call = (
+    st.builds(
+        lambda call_id, name, args: {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": args},
+        },
+        ids,
+        names,
+        texts,
+    )
+    | st.builds(  # ChatCompletionMessageCustomToolCall: free-text input
+        lambda call_id, name, text: {
+            "id": call_id,
+            "type": "custom",
+            "custom": {"name": name, "input": text},
+        },
+        ids,
+        names,
+        texts,
+    )
+    | st.builds(  # a call type no SDK has yet: kept and paired by its id
+        lambda call_id, name, args: {
+            "id": call_id,
+            "type": "mcp",
+            "mcp": {"name": name, "args": args},
+        },
+        ids,
+        names,
+        json_values,
+    )
 )
 zones = st.sampled_from(
     [None, UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))]
@@ -128,31 +171,49 @@ message_extras = st.fixed_dictionaries(
         "stop_reason": st.sampled_from(["end_turn", "tool_use"]),
     },
 )
+# Members no SDK has yet (any message may carry them): the host's data, kept as sent.
+# Not the members brain reads, nor its reserved ``__brain_`` names; never null
+# (a null member says nothing and is not kept).
+_READ: frozenset[str] = frozenset(
+    {"role", "content", "id", "name", "created_at", "tool_calls", "tool_call_id", "timestamp"}
+)
+future_members = st.dictionaries(
+    names.filter(lambda k: k not in _READ and not k.startswith("__brain_")),
+    json_values.filter(lambda v: v is not None),
+    max_size=2,
+)
 
 
 @st.composite
 def messages(draw: st.DrawFn, client_id: str | None = None) -> MessageIn:
-    """One message of any role, in OpenAI or Anthropic shape, with or without SDK extras.
+    """One message of any role (OpenAI's ``developer`` and legacy ``function`` too),
+    in OpenAI or Anthropic shape, with or without SDK extras and members no SDK
+    has yet.
 
     An assistant message sometimes has no content (null or missing) beside its
-    tool calls or refusal, as the OpenAI API returns it.
+    tool calls, refusal or audio, as the OpenAI API returns it.
     """
-    role = draw(st.sampled_from(["user", "assistant", "system", "tool"]))
+    role = draw(st.sampled_from(["user", "assistant", "system", "tool", "developer", "function"]))
     name = draw(st.none() | names)
     created_at = draw(timestamps)
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     content: str | list[dict[str, Any]] | None
-    extra: dict[str, Any] = draw(message_extras) if role == "assistant" else {}
+    extra: dict[str, Any] = draw(future_members)
+    if role == "assistant":
+        extra |= draw(message_extras)
     absent = False
-    if role == "tool":  # OpenAI tool result: string or text blocks, plus the call id
+    if role == "function":  # OpenAI's legacy function result: the function's name, a string
+        content = draw(texts)
+        name = draw(names)
+    elif role == "tool":  # OpenAI tool result: string or text blocks, plus the call id
         content = draw(texts | st.lists(text_block, max_size=3))
         tool_call_id = draw(ids)
     else:
         content = draw(texts | blocks)
         if role == "assistant":
             tool_calls = draw(st.none() | st.lists(openai_tool_call, min_size=1, max_size=3))
-            if (tool_calls or "refusal" in extra) and draw(st.booleans()):
+            if (tool_calls or "refusal" in extra or "audio" in extra) and draw(st.booleans()):
                 content = None
                 absent = draw(st.booleans())
     return MessageIn(

@@ -11,6 +11,7 @@ import orjson
 
 from brain.lcm import content
 from protocol import errors, methods
+from protocol.methods.messages import RESERVED_PREFIX
 from tests.brain.lcm.test_bootstrap import ACTIVE, BRANCH_A, BRANCH_B, TRUNK
 from tests.e2e.conftest import (
     BRAIN,
@@ -138,6 +139,15 @@ def test_a_plain_sdk_dump_with_null_content_beside_tool_calls_is_imported_as_ing
         {"role": "tool", "tool_call_id": "call_1", "content": "a.txt b.txt"},
         {"role": "assistant", "content": "Two files.", "annotations": [], "refusal": None},
         {"role": "assistant", "refusal": "I can't delete them."},
+        # Members no list names (Anthropic's newer stop_details) and OpenAI's
+        # developer role are kept as sent, as ingest keeps them.
+        {"role": "developer", "content": "Answer briefly."},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "No.", "citations": None}],
+            "stop_reason": "refusal",
+            "stop_details": {"type": "refusal", "category": "cyber", "explanation": None},
+        },
     ]
     transcript = tmp_path / "dump.jsonl"
     transcript.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
@@ -161,5 +171,7 @@ def test_a_plain_sdk_dump_with_null_content_beside_tool_calls_is_imported_as_ing
 
 
 def test_bootstrap_keeps_the_same_sdk_fields_as_the_ingest_request() -> None:
-    assert content.MESSAGE_EXTRAS == methods.MESSAGE_EXTRAS
+    assert content.MESSAGE_FIELDS == methods.MESSAGE_FIELDS
+    assert content.RESERVED_PREFIX == RESERVED_PREFIX
     assert content.NO_CONTENT_NEEDS == methods.NO_CONTENT_NEEDS
+    assert frozenset(methods.ROLES) == content.ROLES

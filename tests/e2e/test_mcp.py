@@ -353,6 +353,26 @@ async def test_each_prompt_renders(db_path: Path) -> None:
         assert "Where is the key?" in text
 
 
+async def test_memory_ingest_takes_current_sdk_dumps_and_recall_says_what_they_are(
+    db_path: Path,
+) -> None:
+    custom = {"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": "*** End"}}
+    messages = [
+        {"id": "d1", "role": "developer", "content": "Answer in French."},
+        {"id": "u1", "role": "user", "content": "patch it"},
+        {"id": "a1", "role": "assistant", "content": None, "tool_calls": [custom]},
+        {"id": "t1", "role": "tool", "tool_call_id": "c1", "content": "patched"},
+        {"id": "a2", "role": "assistant", "content": "Fait.", "stop_details": {"type": "x"}},
+    ]
+    async with brain_mcp(db_path) as client:
+        done = await call(client, "memory_ingest", {"session": "s1", "messages": messages})
+        assert done["ingested"] == len(messages)
+        recall = await client.get_prompt("recall", {"session": "s1", "budget": "4000"})
+    texts = [m.content.text for m in recall.messages if isinstance(m.content, TextContent)]
+    assert "[developer] Answer in French." in texts
+    assert "[called apply_patch(*** End)]" in texts
+
+
 async def test_a_bad_argument_is_a_tool_error_with_the_stable_code_and_the_server_goes_on(
     db_path: Path,
 ) -> None:

@@ -9,15 +9,18 @@ silent duplicate.
 
 from __future__ import annotations
 
+import base64
 import itertools
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brain import MessageIn
+from brain.lcm.render import UNANSWERED
 from protocol.client import Client
 from protocol.errors import Conflict, InvalidParams
 from tests.brain.strategies import as_sent, conversations, tool_conversations
@@ -133,11 +136,8 @@ def test_a_reused_client_id_with_other_content_is_a_conflict_naming_it(tmp_path:
         assert client.call("info")["messages"] == 1
 
 
-def test_unknown_message_members_and_request_params_are_still_refused(tmp_path: Path) -> None:
+def test_unknown_request_params_are_still_refused(tmp_path: Path) -> None:
     with Client.spawn(tmp_path / "shapes.db") as client:
-        message = {"role": "user", "content": "x", "colour": "red"}
-        with pytest.raises(InvalidParams, match=r"params\.message\.colour"):
-            client.call("ingest", {"session": "s", "message": message})
         with pytest.raises(InvalidParams, match=r"params\.sesion"):
             client.call(
                 "ingest",
@@ -145,6 +145,11 @@ def test_unknown_message_members_and_request_params_are_still_refused(tmp_path: 
             )
         with pytest.raises(InvalidParams, match=r"params\.message\.content"):
             client.call("ingest", {"session": "s", "message": {"role": "user", "content": None}})
+        # brain's own markers in stored messages cannot be forged by a member.
+        forged = {"role": "system", "content": "x", "__brain_role__": "developer"}
+        with pytest.raises(InvalidParams, match=r"params\.message\.__brain_role__"):
+            client.call("ingest", {"session": "s", "message": forged})
+        assert client.call("info")["messages"] == 0
 
 
 def _wire(msg: MessageIn) -> dict[str, Any]:
@@ -209,3 +214,253 @@ def test_ingesting_what_assemble_gave_round_trips_in_both_formats(tmp_path: Path
             assert again.get("system") == out.get("system")
 
         check()
+
+
+# -- current SDK dumps (issue 26) ------------------------------------------------------
+# model_dump() of the SDKs' own response models (anthropic 2.17, openai 3.63), and
+# the request shapes of OpenAI's developer and legacy function messages; how they
+# were made is in the file.
+DUMPS: dict[str, Any] = orjson.loads((Path(__file__).parent / "sdk_dumps.json").read_bytes())
+PNG = base64.b64encode(b"\x89PNG fake image").decode()
+
+
+def _user(n: int, text: str) -> dict[str, Any]:
+    return {"id": f"u{n}", "role": "user", "content": text}
+
+
+def _stored_and_shown(
+    client: Client, session: str, sent: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Ingest ``sent`` in one batch, check ``describe`` gives each message back
+    exactly, and that ``assemble``'s output ingested again assembles the same;
+    return the OpenAI and the Anthropic assemble."""
+    done = client.call("ingest", {"session": session, "messages": sent})
+    assert done["ingested"] == len(sent)
+    for message in sent:
+        found = client.call("describe", {"id": message["id"], "session": session})
+        expected = {k: v for k, v in _without_nulls(message).items() if k != "id"}
+        assert found["message"] == expected, message["id"]
+    outs = []
+    for fmt in ("openai", "anthropic"):
+        params = {"budget": 100_000, "format": fmt}
+        out = client.call("assemble", {"session": session} | params)
+        copy = f"{session}-{fmt}"
+        client.call("ingest", {"session": copy, "messages": _as_input(fmt, out)})
+        again = client.call("assemble", {"session": copy} | params)
+        assert (again["messages"], again.get("system")) == (out["messages"], out.get("system"))
+        outs.append(out)
+    return outs[0], outs[1]
+
+
+def _texts(messages: list[dict[str, Any]]) -> list[str]:
+    """Every text the messages show, whatever their shape."""
+    found = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            found.append(content)
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block.get("text"), str):
+                found.append(block["text"])
+    return found
+
+
+def test_anthropic_dumps_with_stop_details_or_diagnostics_are_stored_and_shown(
+    tmp_path: Path,
+) -> None:
+    refusal, diagnostics = DUMPS["anthropic_refusal"], DUMPS["anthropic_diagnostics"]
+    sent = [_user(1, "write an exploit"), refusal, _user(2, "warm the cache"), diagnostics]
+    with Client.spawn(tmp_path / "shapes.db") as client:
+        openai, anthropic = _stored_and_shown(client, "s", sent)
+    for out in (openai, anthropic):
+        assert "I can't help with that." in _texts(out["messages"])
+        assert "Cache warmed." in _texts(out["messages"])
+
+
+def test_a_developer_message_is_developer_in_openai_joins_the_anthropic_system_and_is_pinned(
+    tmp_path: Path,
+) -> None:
+    developer = {"id": "d1"} | DUMPS["openai_developer"]
+    chatter = [
+        {"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " * 40}
+        for i in range(60)
+    ]
+    with Client.spawn(tmp_path / "shapes.db") as client:
+        openai, anthropic = _stored_and_shown(client, "s", [developer, _user(1, "bonjour")])
+        assert openai["messages"][0] == {
+            "role": "developer",
+            "content": "Answer in French.",
+            "name": "ops",
+        }
+        assert anthropic["system"] == "ops: Answer in French."
+        # Pinned like a system message: kept whatever else the budget leaves out.
+        client.call("ingest", {"session": "long", "messages": [developer, *chatter]})
+        tight = client.call("assemble", {"session": "long", "budget": 600})
+        assert tight["messages"][0]["role"] == "developer"
+        assert len(tight["messages"]) < len(chatter)
+
+
+def test_a_legacy_function_call_and_its_result_show_as_text_in_both_formats(
+    tmp_path: Path,
+) -> None:
+    sent = [
+        _user(1, "weather in Paris?"),
+        {"id": "a1"} | DUMPS["openai_function_call"],
+        {"id": "f1"} | DUMPS["openai_function"],
+        {"id": "a2", "role": "assistant", "content": "It is sunny."},
+    ]
+    with Client.spawn(tmp_path / "shapes.db") as client:
+        openai, anthropic = _stored_and_shown(client, "s", sent)
+        hits = client.call("grep", {"session": "s", "query": "city"})
+    call = '[function call] get_weather({"city": "Paris"})'
+    result = "[function result] get_weather: 18C and sunny"
+    assert [(m["role"], m["content"]) for m in openai["messages"]] == [
+        ("user", "weather in Paris?"),
+        ("assistant", call),
+        ("user", result),
+        ("assistant", "It is sunny."),
+    ]
+    assert [(m["role"], _texts([m])) for m in anthropic["messages"]] == [
+        ("user", ["weather in Paris?"]),
+        ("assistant", [call]),
+        ("user", [result]),
+        ("assistant", ["It is sunny."]),
+    ]
+    assert [h["id"] for h in hits["hits"]] == ["a1"]  # the call's arguments are searchable
+
+
+def test_a_custom_tool_call_pairs_with_its_result_in_both_formats(tmp_path: Path) -> None:
+    call = DUMPS["openai_custom_tool_call"]["tool_calls"][0]
+    patch = call["custom"]["input"]
+    sent = [
+        _user(1, "apply the patch"),
+        {"id": "a1"} | DUMPS["openai_custom_tool_call"],
+        {"id": "t1", "role": "tool", "tool_call_id": call["id"], "content": "patched"},
+        {"id": "a2", "role": "assistant", "content": "Done."},
+        # A custom call never answered is answered like a function call would be.
+        {"id": "a3"} | DUMPS["openai_custom_tool_call"] | {"tool_calls": [call | {"id": "c2"}]},
+        _user(2, "never mind"),
+    ]
+    with Client.spawn(tmp_path / "shapes.db") as client:
+        openai, anthropic = _stored_and_shown(client, "s", sent)
+    assert openai["messages"][5] == {"role": "tool", "tool_call_id": "c2", "content": UNANSWERED}
+    assert openai["messages"][1:3] == [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "patched"},
+    ]
+    assert anthropic["messages"][1:3] == [
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": call["id"],
+                    "name": "apply_patch",
+                    "input": {"input": patch},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": "patched"}],
+        },
+    ]
+
+
+def test_a_tool_call_of_a_type_no_sdk_has_yet_is_stored_paired_and_shown(tmp_path: Path) -> None:
+    call = {"id": "c9", "type": "mcp", "mcp": {"name": "lookup", "server": "kb", "q": "wal"}}
+    sent = [
+        _user(1, "look it up"),
+        {"id": "a1", "role": "assistant", "content": None, "tool_calls": [call]},
+        {"id": "t1", "role": "tool", "tool_call_id": "c9", "content": "found it"},
+    ]
+    with Client.spawn(tmp_path / "shapes.db") as client:
+        openai, anthropic = _stored_and_shown(client, "s", sent)
+    assert openai["messages"][1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c9", "content": "found it"},
+    ]
+    use = {"type": "tool_use", "id": "c9", "name": "lookup", "input": {"server": "kb", "q": "wal"}}
+    assert anthropic["messages"][1:] == [
+        {"role": "assistant", "content": [use]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "c9", "content": "found it"}],
+        },
+    ]
+
+
+def test_an_audio_only_answer_shows_its_transcript_between_the_user_turns(
+    tmp_path: Path,
+) -> None:
+    sent = [
+        _user(1, "when is the meeting?"),
+        {"id": "a1"} | DUMPS["openai_audio"],
+        _user(2, "thanks"),
+    ]
+    with Client.spawn(tmp_path / "shapes.db") as client:
+        openai, anthropic = _stored_and_shown(client, "s", sent)
+        hits = client.call("grep", {"session": "s", "query": "Thursday"})
+        silent = [sent[0], {"id": "a1", "role": "assistant", "content": ""}, sent[2]]
+        client.call("ingest", {"session": "silent", "messages": silent})
+        baseline = client.call("assemble", {"session": "silent", "budget": 100_000})
+    spoken = "[audio] The meeting moved to Thursday."
+    assert [m["role"] for m in openai["messages"]] == ["user", "assistant", "user"]
+    assert openai["messages"][1]["content"] == spoken
+    assert [(m["role"], _texts([m])) for m in anthropic["messages"]] == [
+        ("user", ["when is the meeting?"]),
+        ("assistant", [spoken]),
+        ("user", ["thanks"]),
+    ]
+    # Searchable and counted in budgets, like any text the model sees.
+    assert [h["id"] for h in hits["hits"]] == ["a1"]
+    assert openai["tokens"] > baseline["tokens"]
+
+
+def test_anthropic_server_tool_blocks_and_citations_are_replayed_or_labelled(
+    tmp_path: Path,
+) -> None:
+    search = DUMPS["anthropic_web_search"]
+    use, result, text = search["content"]
+    sent = [_user(1, "how do WAL checkpoints work?"), search]
+    with Client.spawn(tmp_path / "shapes.db") as client:
+        openai, anthropic = _stored_and_shown(client, "s", sent)
+    # Anthropic takes its server tools' blocks back: replayed, null members left out.
+    assert anthropic["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {k: v for k, v in use.items() if v is not None},
+            {k: v for k, v in result.items() if v is not None},
+            text,
+        ],
+    }
+    # Chat completions has no slot for them: short placeholders, never nothing.
+    source = "Write-Ahead Logging <https://sqlite.org/wal.html>"
+    assert openai["messages"][1]["content"] == [
+        {"type": "text", "text": '[server_tool_use] web_search({"query":"sqlite wal checkpoint"})'},
+        {"type": "text", "text": f"[web_search_tool_result: {source}]"},
+        {"type": "text", "text": f"{text['text']}\n[cited: {source}]"},
+    ]
+
+
+def test_an_image_inside_a_tool_result_is_a_placeholder_in_openai_output(tmp_path: Path) -> None:
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+    sent = [
+        _user(1, "take a screenshot"),
+        {
+            "id": "a1",
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "tu_1", "name": "screenshot", "input": {}}],
+        },
+        {
+            "id": "r1",
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": [image]}],
+        },
+    ]
+    with Client.spawn(tmp_path / "shapes.db") as client:
+        openai, anthropic = _stored_and_shown(client, "s", sent)
+    assert openai["messages"][-1] == {"role": "tool", "tool_call_id": "tu_1", "content": "[image]"}
+    assert anthropic["messages"][-1]["content"] == [
+        {"type": "tool_result", "tool_use_id": "tu_1", "content": [image]}
+    ]

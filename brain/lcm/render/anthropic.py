@@ -11,9 +11,10 @@ from typing import Any, Final
 
 import orjson
 
+from brain.lcm.content import SERVER_BLOCKS, nested_text
 from brain.lcm.messages import with_speaker
-from brain.lcm.render.openai import source_url
-from brain.lcm.render.turns import Block, Turn, nested_text
+from brain.lcm.render.openai import cited_label, source_url
+from brain.lcm.render.turns import Block, Turn
 
 CONTINUES: Final = "[conversation continues]"
 """Text of the user message put first when an Anthropic context would start with the assistant."""
@@ -22,7 +23,7 @@ CONTINUES: Final = "[conversation continues]"
 def render_anthropic(turns: Sequence[Turn]) -> tuple[str | None, list[dict[str, Any]]]:
     """Turns as Anthropic messages: (system text or None, messages).
 
-    System turns are joined into the system text. Anthropic messages carry
+    System turns (``developer`` ones too) are joined into the system text. Anthropic messages carry
     no name: a named speaker's first text block starts ``Name: ``. A refusal
     (which Anthropic has no field for) is the assistant's text. Tool results go in user
     messages (before any other block there, as the API requires), tool calls
@@ -31,7 +32,11 @@ def render_anthropic(turns: Sequence[Turn]) -> tuple[str | None, list[dict[str, 
     are merged, since the API wants roles to alternate; content is always a
     non-empty block list. Thinking is kept only with its signature; a
     conversation that would start with the assistant gets a first user
-    message saying it continues.
+    message saying it continues. The blocks of tools Anthropic runs itself
+    (``server_tool_use``, ``web_search_tool_result``, ...) are replayed as
+    sent in assistant messages, web-search citations stay on their text;
+    what the API cannot take back (other blocks, document citations, whose
+    document may not be in the context) is a short placeholder text.
     """
     system: list[str] = []
     messages: list[dict[str, Any]] = []
@@ -65,7 +70,8 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
     role = "assistant" if turn.role == "assistant" else "user"
     out: list[tuple[str, dict[str, Any]]] = []
     name = turn.name  # said once, before the turn's first text
-    for block in turn.blocks:
+    replayed = _replayable(turn) if role == "assistant" else set()
+    for b, block in enumerate(turn.blocks):
         match block.type:
             case "tool_result":
                 out.append(("user", _anthropic_result(block)))
@@ -75,7 +81,7 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
                 if block.text.strip():  # the API rejects whitespace-only text
                     text = with_speaker(block.text, name)
                     name = None
-                    out.append((role, {"type": "text", "text": text}))
+                    out.append((role, _anthropic_text(text, block.data)))
             case "reasoning":
                 thinking = _anthropic_thinking(block.data or {})
                 if thinking is not None and role == "assistant":
@@ -91,9 +97,71 @@ def _anthropic_blocks(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
                     )
                 placeholder = {"type": "text", "text": block.text or f"[{block.type}]"}
                 out.append((role, converted or placeholder))
+            case "other":
+                if b in replayed:
+                    out.append((role, _as_param(block.data or {})))
+                elif block.text.strip():
+                    out.append((role, {"type": "text", "text": block.text}))
             case _:
-                pass  # unknown, or run by the provider (server tools): not replayed
+                pass
     return out
+
+
+def _replayable(turn: Turn) -> set[int]:
+    """The indexes of a turn's server-tool blocks Anthropic output replays as sent.
+
+    A ``server_tool_use`` and its result go back together or not at all (the
+    API refuses a server call without its result): a result moved to a payload
+    file is a text reference, so its call becomes a placeholder too.
+    """
+    calls: dict[str, int] = {}
+    results: dict[str, int] = {}
+    alone: set[int] = set()
+    for b, block in enumerate(turn.blocks):
+        data = block.data if block.type == "other" and block.data is not None else {}
+        kind = data.get("type")
+        if kind == "server_tool_use" and isinstance(data.get("id"), str):
+            calls[data["id"]] = b
+        elif kind in SERVER_BLOCKS and isinstance(data.get("tool_use_id"), str):
+            results[data["tool_use_id"]] = b
+        elif kind == "container_upload":  # answers no call
+            alone.add(b)
+    paired = calls.keys() & results.keys()
+    return alone | {calls[i] for i in paired} | {results[i] for i in paired}
+
+
+# Web-search citations name their source themselves; document citations point
+# at a document of the original request, which the context may not hold.
+_SELF_CONTAINED_CITATIONS: Final = frozenset({"web_search_result_location"})
+
+
+def _anthropic_text(text: str, data: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A text block, with the citations the API takes back and a label for the rest."""
+    citations = data.get("citations") if data is not None else None
+    if not isinstance(citations, list):
+        return {"type": "text", "text": text}
+    kept = [
+        _as_param(c)
+        for c in citations
+        if isinstance(c, dict) and c.get("type") in _SELF_CONTAINED_CITATIONS
+    ]
+    rest = cited_label(
+        [
+            c
+            for c in citations
+            if not (isinstance(c, dict) and c.get("type") in _SELF_CONTAINED_CITATIONS)
+        ]
+    )
+    out: dict[str, Any] = {"type": "text", "text": f"{text}\n{rest}" if rest else text}
+    if kept:
+        out["citations"] = kept
+    return out
+
+
+def _as_param(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A response block as a request takes it: null members (``"caller": null``) and
+    ``cache_control`` (a stale breakpoint) left out."""
+    return {k: v for k, v in block.items() if v is not None and k != "cache_control"}
 
 
 def _anthropic_call(block: Block) -> dict[str, Any]:
@@ -101,11 +169,18 @@ def _anthropic_call(block: Block) -> dict[str, Any]:
         parsed = orjson.loads(block.arguments or "{}")
     except orjson.JSONDecodeError:
         parsed = None
+    custom = block.data is not None and block.data.get("type") == "custom"
+    if isinstance(parsed, dict) and not custom:
+        arguments: dict[str, Any] = parsed
+    elif block.data is not None:  # free text (a custom tool's input): kept, as the one field
+        arguments = {"input": block.arguments or ""}
+    else:
+        arguments = {}
     return {
         "type": "tool_use",
         "id": _safe_id(block.call_id),
         "name": block.name or "tool",
-        "input": parsed if isinstance(parsed, dict) else {},
+        "input": arguments,
     }
 
 
@@ -133,7 +208,12 @@ def _anthropic_result_item(item: Any) -> dict[str, Any] | None:
         return None
     if item.get("type") == "text" and isinstance(item.get("text"), str):
         return {"type": "text", "text": item["text"]} if item["text"].strip() else None
-    return _anthropic_image(item)
+    image = _anthropic_image(item)
+    if image is not None:
+        return image
+    # Never nothing: what cannot be carried is its placeholder.
+    label = nested_text([item])
+    return {"type": "text", "text": label} if label.strip() else None
 
 
 def _anthropic_thinking(data: Mapping[str, Any]) -> dict[str, Any] | None:

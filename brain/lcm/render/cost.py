@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from brain.lcm.content import SERVER_BLOCKS
 from brain.lcm.render.turns import Block, Turn
 from brain.tokens import BLOCK_OVERHEAD, IMAGE_TOKENS, estimate_tokens, message_cost, name_tokens
 
@@ -20,8 +21,9 @@ def turn_tokens(turn: Turn) -> int:
 
     A one-block text turn thus costs what ``message_cost`` gives for its text,
     the same as the stored message; a speaker's name adds ``name_tokens``, as it
-    does to the stored count. Images cost ``IMAGE_TOKENS``; blocks no
-    renderer shows ("other") cost nothing.
+    does to the stored count. Images cost ``IMAGE_TOKENS``; a block only one
+    format can carry ("other") costs its placeholder, or its JSON when it is
+    one Anthropic replays whole (a server tool's), as ingest counts it.
     """
     content = sum(_block_tokens(b) for b in turn.blocks) + name_tokens(turn.name)
     return message_cost(content) + BLOCK_OVERHEAD * max(0, len(turn.blocks) - 1)
@@ -50,6 +52,11 @@ def _block_tokens(block: Block) -> int:
         case "file":
             # Documents cost about their encoded size; a bound, not a bill.
             return estimate_tokens(block.text) + _data_tokens(block.data)
+        case "other":
+            text = estimate_tokens(block.text)
+            if block.data is not None and block.data.get("type") in SERVER_BLOCKS:
+                return max(text, _data_tokens(block.data))
+            return text
         case _:
             return 0  # not rendered
 

@@ -15,11 +15,15 @@ def render_openai(turns: Sequence[Turn]) -> list[dict[str, Any]]:
     """Turns as OpenAI chat-completions messages.
 
     Assistant tool calls go in ``tool_calls`` (content null when there is no
-    text), a refusal in ``refusal``; each tool result is its own ``tool`` message; images become
-    ``image_url`` parts. Reasoning is left out (chat completions takes none as
-    input), as are unknown blocks; consecutive user turns stay separate
-    messages. An image or file the message cannot carry becomes its
-    placeholder text.
+    text; a custom tool's call as ``type: "custom"``, a call of a type brain
+    does not know as it came), a refusal in
+    ``refusal``; each tool result is its own ``tool`` message; images become
+    ``image_url`` parts. A ``developer`` message stays ``developer``.
+    Reasoning is left out (chat completions takes none as input); consecutive
+    user turns stay separate messages. What the message cannot carry becomes
+    a short placeholder text: an image or file, a block of a type chat
+    completions has not (``[web_search_tool_result: ...]``), a text's
+    citations (``[cited: ...]``).
     """
     out: list[dict[str, Any]] = []
     for turn in turns:
@@ -36,7 +40,11 @@ def render_openai(turns: Sequence[Turn]) -> list[dict[str, Any]]:
 def _openai_turn(turn: Turn, out: list[dict[str, Any]]) -> None:
     """Append a turn's messages; content is a part list until ``_openai_content``."""
     role = (
-        "assistant" if turn.role == "assistant" else "system" if turn.role == "system" else "user"
+        "assistant"
+        if turn.role == "assistant"
+        else (turn.sent_role or "system")
+        if turn.role == "system"
+        else "user"
     )
     current: dict[str, Any] | None = None
     for block in turn.blocks:
@@ -54,13 +62,20 @@ def _openai_turn(turn: Turn, out: list[dict[str, Any]]) -> None:
             if current is None or current["role"] != "assistant":
                 current = {"role": "assistant", "content": []}
                 out.append(current)
-            current.setdefault("tool_calls", []).append(
-                {
-                    "id": block.call_id or "",
+            call: dict[str, Any] = {"id": block.call_id or ""}
+            if block.data is not None and block.data.get("type") == "custom":  # free-text input
+                call |= {
+                    "type": "custom",
+                    "custom": {"name": block.name or "", "input": block.arguments or ""},
+                }
+            elif block.data is not None:  # a call type newer than brain: as it came
+                call = dict(block.data) | call
+            else:
+                call |= {
                     "type": "function",
                     "function": {"name": block.name or "", "arguments": block.arguments or ""},
                 }
-            )
+            current.setdefault("tool_calls", []).append(call)
         else:
             part = _openai_part(block, role)
             if part is None:
@@ -81,9 +96,13 @@ def _openai_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] |
 
 def _openai_part(block: Block, role: str) -> dict[str, Any] | None:
     if block.type == "text":
+        cited = cited_label(block.data.get("citations")) if block.data is not None else ""
+        text = f"{block.text}\n{cited}" if cited else block.text
+        return {"type": "text", "text": text} if text else None
+    if block.type == "other":
         return {"type": "text", "text": block.text} if block.text else None
     if block.type not in ("image", "file"):
-        return None  # reasoning and unknown blocks: chat completions takes neither
+        return None  # reasoning: chat completions takes none
     data = block.data or {}
     part: dict[str, Any] | None = None
     if role == "user":  # only user messages carry images and files
@@ -138,6 +157,23 @@ def _openai_file(data: Mapping[str, Any]) -> dict[str, Any] | None:
             name = title if isinstance(title, str) else "document"
             return {"type": "file", "file": {"filename": name, "file_data": url}}
     return None
+
+
+def cited_label(citations: Any) -> str:
+    """A text's citations as one short line: ``[cited: TITLE <URL>; ...]`` (the
+    document title, or the cited text, when there is no URL); "" for none."""
+    found = []
+    for c in citations if isinstance(citations, list) else ():
+        if not isinstance(c, dict):
+            continue
+        title = c.get("title") or c.get("document_title")
+        url = c.get("url")
+        named = [v for v in (title, url and f"<{url}>") if isinstance(v, str) and v]
+        if not named and isinstance(c.get("cited_text"), str):
+            named = [f'"{" ".join(c["cited_text"].split())[:80]}"']
+        if named and " ".join(named) not in found:
+            found.append(" ".join(named))
+    return f"[cited: {'; '.join(found)}]" if found else ""
 
 
 def source_url(source: Mapping[str, Any]) -> str | None:

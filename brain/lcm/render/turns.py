@@ -10,12 +10,12 @@ already holds. Tests: tests/brain/lcm/render/test_turns.py.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, cast
 
 import orjson
 
-from brain.lcm.content import FILE_MARKER
+from brain.lcm.content import FILE_MARKER, block_label, foreign_call, nested_text
 from brain.lcm.messages import StoredMessage, StoredPart, speaker
 
 BlockType = Literal[
@@ -57,6 +57,8 @@ class Turn:
     a turn ``pair_tools`` made up to answer a call that never got a result.
     ``name`` is the speaker's name as ingested (user, assistant and system
     messages; a tool message's name is its tool's, kept on its result block).
+    ``sent_role`` is the role the message was sent with when ``role`` is the
+    one it is stored and placed as (``developer`` for a system turn).
     """
 
     role: Role
@@ -65,6 +67,7 @@ class Turn:
     seq: int
     synthetic: bool = False
     name: str | None = None
+    sent_role: str | None = None
 
 
 def turn_from_message(msg: StoredMessage) -> Turn:
@@ -76,15 +79,18 @@ def turn_from_message(msg: StoredMessage) -> Turn:
     adds the call's disambiguator later); any other block with a payload file
     becomes text holding the flattened reference to the file, except
     reasoning, which stays reasoning (it is never shown as text). A message-level
-    ``refusal`` (OpenAI) comes last, as a ``refusal`` block.
+    ``refusal`` (OpenAI) comes last, as a ``refusal`` block, after an audio
+    answer's transcript and a legacy ``function_call`` as text. A legacy
+    ``function`` result is text saying which function answered.
     """
     role = _role(msg.role)
     name = speaker(msg.role, msg.name)
-    refusal = (Block("refusal", msg.refusal),) if msg.refusal is not None else ()
+    said = tuple(Block("text", t) for t in (msg.audio, msg.function_call) if t is not None)
+    said += (Block("refusal", msg.refusal),) if msg.refusal is not None else ()
     if not msg.parts:
         plain = msg.content_shape == "string" and msg.content and not msg.no_content
         only = (Block("text", msg.content),) if plain else ()
-        return Turn(role, only + refusal, msg.id, msg.seq, name=name)
+        return _turn(msg, role, only + said, name)
     result = next((p for p in msg.parts if p.origin == "message" and p.kind == "tool_result"), None)
     blocks: list[Block] = []
     if result is not None:
@@ -101,7 +107,19 @@ def turn_from_message(msg: StoredMessage) -> Turn:
             block = None  # a tool message's content blocks are its result's text
         if block is not None:
             blocks.append(block)
-    return Turn(role, tuple(blocks) + refusal, msg.id, msg.seq, name=name)
+    return _turn(msg, role, tuple(blocks) + said, name)
+
+
+def _turn(msg: StoredMessage, role: Role, blocks: tuple[Block, ...], name: str | None) -> Turn:
+    if msg.sent_role == "function":
+        # A legacy function result has no call id to pair it with its call
+        # (which renders as text too): say whose result it is, in words.
+        head = f"[function result] {msg.name}:" if msg.name else "[function result]"
+        if blocks and blocks[0].type == "text":
+            blocks = (replace(blocks[0], text=f"{head} {blocks[0].text}"), *blocks[1:])
+        else:
+            blocks = (Block("text", head), *blocks)
+    return Turn(role, blocks, msg.id, msg.seq, name=name, sent_role=msg.sent_role)
 
 
 def summary_turn(summary_id: str, xml: str, seq: int) -> Turn:
@@ -169,14 +187,31 @@ def _call_block(msg: StoredMessage, part: StoredPart) -> Block:
         # Show the reference where the bulk was; the rest of the call stays
         # (a path or command still says what the call did).
         stored = _replace_marker(stored, part.file_id, _reference(msg, part))
-    if part.origin == "tool_calls":  # OpenAI {"id", "type", "function": {"name", "arguments"}}
+    custom: Mapping[str, Any] | None = None
+    raw: Any
+    if part.origin == "tool_calls" and stored.get("type") == "custom":
+        # ChatCompletionMessageCustomToolCall: {"id", "type", "custom": {"name", "input"}}
+        inner = stored.get("custom")
+        inner = inner if isinstance(inner, dict) else {}
+        raw = inner.get("input", "")
+        name = part.tool_name or inner.get("name")
+        custom = stored
+    elif part.origin == "tool_calls" and (foreign := foreign_call(stored)) is not None:
+        # A call type newer than brain: its own shape rides along for OpenAI output.
+        name, raw = part.tool_name or foreign[0], foreign[1]
+        custom = stored
+    elif part.origin == "tool_calls":  # OpenAI {"id", "type", "function": {"name", "arguments"}}
         function = stored.get("function")
         function = function if isinstance(function, dict) else {}
-        raw: Any = function.get("arguments", "")
+        raw = function.get("arguments", "")
         name = part.tool_name or function.get("name")
     elif stored.get("type") == "function_call":  # Responses
         raw = stored.get("arguments", "")
         name = part.tool_name or stored.get("name")
+    elif stored.get("type") == "custom_tool_call":  # Responses, free-text input
+        raw = stored.get("input", "")
+        name = part.tool_name or stored.get("name")
+        custom = stored
     else:  # Anthropic tool_use
         raw = stored.get("input", {})
         name = part.tool_name or stored.get("name")
@@ -186,6 +221,9 @@ def _call_block(msg: StoredMessage, part: StoredPart) -> Block:
         call_id=part.tool_call_id,
         name=name if isinstance(name, str) else None,
         arguments=arguments,
+        # A custom call (free-text input) or one of a type brain does not know,
+        # for the renderers; None for a function call.
+        data=custom,
     )
 
 
@@ -196,14 +234,17 @@ def _content_block(msg: StoredMessage, part: StoredPart) -> Block | None:
         if stored.get("type") == "server_tool_use":
             # Run by the provider, answered inside the same message by a
             # result block we do not model: not a call for pairing to answer.
-            return Block("other", data=stored)
+            call = _call_block(msg, part)
+            text = f"[server_tool_use] {call.name or ''}({call.arguments or ''})"
+            return Block("other", text, data=stored)
         return _call_block(msg, part)
     if kind == "tool_result":
         is_error = stored.get("is_error") is True
         if part.file_id is not None:
             text = stub_text(part.file_id, part.tool_name, part.file_bytes or 0, None)
             return Block("tool_result", text, part.tool_call_id, part.tool_name, is_error=is_error)
-        body = stored.get("output" if stored.get("type") == "function_call_output" else "content")
+        responses = stored.get("type") in ("function_call_output", "custom_tool_call_output")
+        body = stored.get("output" if responses else "content")
         text = nested_text(body)
         return Block(
             "tool_result", text, part.tool_call_id, part.tool_name, is_error=is_error, data=stored
@@ -216,7 +257,9 @@ def _content_block(msg: StoredMessage, part: StoredPart) -> Block | None:
     match kind:
         case "text":
             text = _block_text(stored)
-            return Block("text", text) if text else None
+            cited = isinstance(stored.get("citations"), list) and stored["citations"]
+            # The block rides along only when it has citations for the renderers.
+            return Block("text", text, data=stored if cited else None) if text else None
         case "reasoning":
             return Block("reasoning", _reasoning_text(stored), data=stored)
         case "image":
@@ -224,7 +267,7 @@ def _content_block(msg: StoredMessage, part: StoredPart) -> Block | None:
         case "file":
             return Block("file", _file_label(stored), data=stored)
         case _:
-            return Block("other", data=stored)
+            return Block("other", block_label(stored), data=stored)
 
 
 def _reference(msg: StoredMessage, part: StoredPart) -> str:
@@ -258,20 +301,6 @@ def _block_text(block: Mapping[str, Any]) -> str:
         value = block.get(key)
         if isinstance(value, str):
             return value
-    return ""
-
-
-def nested_text(value: Any) -> str:
-    """Text of a tool result body: a string, or the text of its blocks."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "\n".join(
-            item if isinstance(item, str) else item["text"]
-            for item in value
-            if isinstance(item, str)
-            or (isinstance(item, dict) and isinstance(item.get("text"), str))
-        )
     return ""
 
 

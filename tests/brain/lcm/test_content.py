@@ -96,11 +96,11 @@ def test_malformed_openai_tool_call_is_invalid_input_naming_the_field(
     assert err.value.field == field
 
 
-def test_unknown_block_types_are_kept_as_other_parts() -> None:
+def test_unknown_block_types_are_kept_as_other_parts_flattened_to_their_label() -> None:
     block = {"type": "future_thing", "payload": [1, 2, 3]}
     n = _norm(MessageIn("user", [block]))
     assert [(p.kind, p.block) for p in n.parts] == [("other", block)]
-    assert n.content == ""
+    assert n.content == "[future_thing]"  # what a format without a slot for it shows
 
 
 # -- flattening ---------------------------------------------------------------------
@@ -387,3 +387,103 @@ def test_the_replay_hash_of_a_message_without_sdk_fields_is_unchanged() -> None:
             "user", "hi", name="a", created_at="2024-01-01T00:00:00Z", extra={"annotations": []}
         )
     )
+
+
+# -- every SDK dump (issue 26) --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sent", "stored"), [("developer", "system"), ("function", "tool")])
+def test_developer_and_function_are_stored_as_system_and_tool_and_given_back_as_sent(
+    sent: str, stored: str
+) -> None:
+    msg = MessageIn(sent, "Answer in French.", name="ops")
+    n = _norm(msg)
+    assert n.role == stored  # pinned and placed as the role it stands for
+    assert n.content == "Answer in French."
+    assert _roundtrip(msg, BIG) == {"role": sent, "content": "Answer in French.", "name": "ops"}
+    assert replay_hash(msg) != replay_hash(MessageIn(stored, "Answer in French.", name="ops"))
+
+
+def test_a_developer_name_counts_like_a_system_speakers_name() -> None:
+    named = _norm(MessageIn("developer", "x", name="operations"))
+    assert named.token_count > _norm(MessageIn("developer", "x")).token_count
+
+
+def test_an_openai_custom_tool_call_is_a_tool_call_part_with_its_id_and_free_text_input() -> None:
+    call = {"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin"}}
+    msg = MessageIn("assistant", None, tool_calls=[call])
+    n = _norm(msg)
+    assert [(p.kind, p.origin, p.tool_call_id, p.tool_name) for p in n.parts] == [
+        ("tool_call", "tool_calls", "c1", "apply_patch")
+    ]
+    assert n.content == "apply_patch(*** Begin)"
+    assert _roundtrip(msg, BIG)["tool_calls"] == [call]
+
+
+def test_a_custom_tool_call_without_its_custom_object_is_invalid_input_naming_it() -> None:
+    with pytest.raises(InvalidInput) as err:
+        _norm(MessageIn("assistant", None, tool_calls=[{"id": "c1", "type": "custom"}]))
+    assert err.value.field == "messages[0].tool_calls[0].custom"
+
+
+def test_responses_custom_tool_call_items_pair_by_call_id() -> None:
+    call = {"type": "custom_tool_call", "call_id": "c1", "name": "grep", "input": "TODO"}
+    result = {"type": "custom_tool_call_output", "call_id": "c1", "output": "3 hits"}
+    n = _norm(MessageIn("assistant", [call, result]))
+    assert [(p.kind, p.tool_call_id) for p in n.parts] == [
+        ("tool_call", "c1"),
+        ("tool_result", "c1"),
+    ]
+    assert n.content == "grep(TODO)\n3 hits"
+
+
+def test_an_audio_answer_and_a_legacy_function_call_flatten_to_what_they_say() -> None:
+    audio = {"id": "a", "data": "UklGRg==", "expires_at": 1, "transcript": "See you Thursday."}
+    spoken = _norm(MessageIn("assistant", None, extra={"audio": audio}))
+    assert spoken.content == "[audio] See you Thursday."  # not the base64 data
+    call = {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    msg = MessageIn("assistant", "Checking.", extra={"function_call": call})
+    n = _norm(msg)
+    assert n.content == 'Checking.\n[function call] get_weather({"city": "Paris"})'
+    assert _roundtrip(msg, BIG) == {
+        "role": "assistant",
+        "content": "Checking.",
+        "function_call": call,
+    }
+
+
+def test_an_image_in_a_tool_result_flattens_to_its_placeholder() -> None:
+    image = {"type": "image", "source": {"type": "url", "url": "https://x/a.png"}}
+    block = {"type": "tool_result", "tool_use_id": "t1", "content": [image]}
+    assert _norm(MessageIn("user", [block])).content == "[image]"
+
+
+def test_a_server_tool_result_is_labelled_with_its_sources_and_counted_whole() -> None:
+    result = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "s1",
+        "content": [
+            {
+                "type": "web_search_result",
+                "title": "WAL",
+                "url": "https://sqlite.org/wal.html",
+                "encrypted_content": "E" * 4_000,
+            }
+        ],
+    }
+    n = _norm(MessageIn("assistant", [result]))
+    assert n.content == "[web_search_tool_result: WAL <https://sqlite.org/wal.html>]"
+    # Anthropic output replays it whole, encrypted content and all.
+    assert n.token_count >= estimate_tokens(orjson.dumps(result).decode())
+
+
+def test_a_tool_call_of_a_type_brain_does_not_know_is_kept_and_paired_by_its_id() -> None:
+    # The next API release's call type must not refuse the host's batch.
+    call = {"id": "c1", "type": "mcp", "mcp": {"name": "lookup", "server": "kb", "args": {"q": 1}}}
+    msg = MessageIn("assistant", None, tool_calls=[call])
+    n = _norm(msg)
+    assert [(p.kind, p.tool_call_id, p.tool_name) for p in n.parts] == [
+        ("tool_call", "c1", "lookup")
+    ]
+    assert n.content == 'lookup({"server":"kb","args":{"q":1}})'
+    assert _roundtrip(msg, BIG)["tool_calls"] == [call]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -214,7 +215,8 @@ def test_anthropic_tool_results_keep_their_image_content() -> None:
         "tool_use_id": "t1",
         "content": [{"type": "text", "text": "shot"}, image],
     }
-    result = _result("t1", "shot", data=block)
+    # The text a stored result's turn has: the image says itself as its placeholder.
+    result = _result("t1", "shot\n[image]", data=block)
     _, messages = render_anthropic([_turn("assistant", _call("t1")), _turn("user", result)])
     assert messages[-1]["content"] == [
         {
@@ -249,3 +251,85 @@ def test_anthropic_makes_foreign_call_ids_safe_on_both_sides() -> None:
     )
     assert messages[-1]["content"][0]["tool_use_id"] == "functions_get_0"
     assert messages[-2]["content"][0]["id"] == "functions_get_0"
+
+
+# -- every SDK dump (issue 26) --------------------------------------------------------
+
+
+def test_a_developer_turn_joins_the_system_text() -> None:
+    turn = replace(_turn("system", _text("be brief")), sent_role="developer")
+    assert render_anthropic([turn, _turn("user", _text("hi"))])[0] == "be brief"
+
+
+def test_server_tool_blocks_are_replayed_without_null_members_in_assistant_messages() -> None:
+    use = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}, "caller": None}
+    result = {"type": "web_search_tool_result", "tool_use_id": "s1", "content": [], "caller": None}
+    blocks = [Block("other", "[server_tool_use]", data=use), Block("other", "[r]", data=result)]
+    _, messages = render_anthropic([_turn("user", _text("q")), _turn("assistant", *blocks)])
+    assert messages[1]["content"] == [
+        {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}},
+        {"type": "web_search_tool_result", "tool_use_id": "s1", "content": []},
+    ]
+
+
+def test_blocks_the_api_cannot_take_back_are_their_placeholder_text() -> None:
+    # A server block sent as the user's, and a block of no known type.
+    use = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}
+    turn = _turn("user", Block("other", "[server_tool_use]", data=use), Block("other", "[x]"))
+    _, messages = render_anthropic([turn])
+    assert messages[0]["content"] == [
+        {"type": "text", "text": "[server_tool_use]"},
+        {"type": "text", "text": "[x]"},
+    ]
+
+
+def test_web_search_citations_stay_on_their_text_and_document_ones_become_a_label() -> None:
+    web = {"type": "web_search_result_location", "url": "https://a", "title": "A", "x": None}
+    doc = {"type": "char_location", "document_index": 0, "document_title": "a.pdf"}
+    text = Block("text", "WAL.", data={"citations": [web, doc]})
+    _, messages = render_anthropic([_turn("user", _text("q")), _turn("assistant", text)])
+    assert messages[1]["content"] == [
+        {
+            "type": "text",
+            "text": "WAL.\n[cited: a.pdf]",
+            "citations": [{"type": "web_search_result_location", "url": "https://a", "title": "A"}],
+        }
+    ]
+
+
+def test_a_custom_calls_free_text_input_is_kept_as_its_one_field() -> None:
+    custom = {"id": "c1", "type": "custom", "custom": {"name": "patch", "input": "*** Begin"}}
+    call = Block("tool_call", call_id="c1", name="patch", arguments="*** Begin", data=custom)
+    _, messages = render_anthropic([_turn("user", _text("q")), _turn("assistant", call)])
+    assert messages[1]["content"] == [
+        {"type": "tool_use", "id": "c1", "name": "patch", "input": {"input": "*** Begin"}}
+    ]
+
+
+def test_a_document_inside_a_tool_result_is_its_placeholder_not_dropped() -> None:
+    doc = {"type": "document", "source": {"type": "text", "data": "x"}, "title": "a.txt"}
+    block = {"type": "tool_result", "tool_use_id": "t1", "content": [doc]}
+    result = _result("t1", "[file: a.txt]", data=block)
+    _, messages = render_anthropic([_turn("assistant", _call("t1")), _turn("user", result)])
+    assert messages[-1]["content"][0]["content"] == [{"type": "text", "text": "[file: a.txt]"}]
+
+
+def test_a_server_call_whose_result_is_not_there_is_a_placeholder_never_a_lone_call() -> None:
+    # Its result was large enough to move to a payload file: a text reference now.
+    use = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}
+    reference = _text("[Large payload file_0123456789abcdef | other | 90000 bytes]")
+    turn = _turn(
+        "assistant", Block("other", "[server_tool_use] web_search({})", data=use), reference
+    )
+    _, messages = render_anthropic([_turn("user", _text("q")), turn])
+    assert [b["type"] for b in messages[1]["content"]] == ["text", "text"]
+    assert messages[1]["content"][0]["text"] == "[server_tool_use] web_search({})"
+
+
+def test_a_call_of_a_type_brain_does_not_know_is_a_tool_use_with_its_arguments() -> None:
+    sent = {"id": "c1", "type": "mcp", "mcp": {"name": "lookup", "server": "kb"}}
+    call = Block("tool_call", call_id="c1", name="lookup", arguments='{"server":"kb"}', data=sent)
+    _, messages = render_anthropic([_turn("user", _text("q")), _turn("assistant", call)])
+    assert messages[1]["content"] == [
+        {"type": "tool_use", "id": "c1", "name": "lookup", "input": {"server": "kb"}}
+    ]

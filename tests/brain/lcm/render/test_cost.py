@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import orjson
+
 from brain.lcm.render import (
     Block,
     turn_tokens,
@@ -28,10 +30,20 @@ def test_each_extra_block_adds_the_block_overhead() -> None:
     assert three == one + 2 * (1 + BLOCK_OVERHEAD)
 
 
-def test_images_cost_a_flat_figure_and_unrendered_blocks_nothing() -> None:
+def test_images_cost_a_flat_figure() -> None:
     image = Block("image", "[image]", data={"type": "image_url", "image_url": {"url": "u" * 9000}})
     assert turn_tokens(_turn("user", image)) == message_cost(IMAGE_TOKENS)
-    assert turn_tokens(_turn("user", Block("other", data={"x": "y" * 100}))) == message_cost(0)
+
+
+def test_a_block_of_no_known_type_costs_its_placeholder_and_a_server_block_its_json() -> None:
+    other = Block("other", "[future_thing]", data={"type": "future_thing", "x": "y" * 100})
+    assert turn_tokens(_turn("user", other)) == message_cost(estimate_tokens("[future_thing]"))
+    # Anthropic output replays a server tool's result whole (encrypted content and all).
+    result = {"type": "web_search_tool_result", "tool_use_id": "s1", "content": "E" * 4_000}
+    served = turn_tokens(
+        _turn("assistant", Block("other", "[web_search_tool_result]", data=result))
+    )
+    assert served >= estimate_tokens(orjson.dumps(result).decode())
 
 
 def test_calls_and_results_cost_their_ids_names_and_text() -> None:

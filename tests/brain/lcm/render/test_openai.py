@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -183,3 +184,43 @@ def test_openai_tool_result_content_is_its_text() -> None:
         ]
     )
     assert out[1] == {"role": "tool", "tool_call_id": "t1", "content": "x"}
+
+
+# -- every SDK dump (issue 26) --------------------------------------------------------
+
+
+def test_a_developer_turn_renders_as_developer() -> None:
+    turn = replace(_turn("system", _text("be brief")), sent_role="developer")
+    assert render_openai([turn]) == [{"role": "developer", "content": "be brief"}]
+
+
+def test_a_custom_call_renders_as_a_custom_tool_call() -> None:
+    custom = {"id": "c1", "type": "custom", "custom": {"name": "patch", "input": "*** Begin"}}
+    call = Block("tool_call", call_id="c1", name="patch", arguments="*** Begin", data=custom)
+    assert render_openai([_turn("assistant", call), _turn("tool", _result("c1", "done"))]) == [
+        {"role": "assistant", "content": None, "tool_calls": [custom]},
+        {"role": "tool", "tool_call_id": "c1", "content": "done"},
+    ]
+
+
+def test_blocks_chat_completions_has_no_slot_for_are_their_placeholder_text() -> None:
+    other = Block("other", "[web_search_tool_result: WAL <https://x>]", data={"type": "x"})
+    cited = {"citations": [{"type": "char_location", "document_title": "a.pdf", "cited_text": "q"}]}
+    text = Block("text", "WAL moves pages.", data=cited)
+    assert render_openai([_turn("assistant", other, text)]) == [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "[web_search_tool_result: WAL <https://x>]"},
+                {"type": "text", "text": "WAL moves pages.\n[cited: a.pdf]"},
+            ],
+        }
+    ]
+
+
+def test_a_call_of_a_type_brain_does_not_know_renders_as_it_came() -> None:
+    sent = {"id": "c1", "type": "mcp", "mcp": {"name": "lookup", "server": "kb"}}
+    call = Block("tool_call", call_id="c1", name="lookup", arguments='{"server":"kb"}', data=sent)
+    assert render_openai([_turn("assistant", call)]) == [
+        {"role": "assistant", "content": None, "tool_calls": [sent]}
+    ]

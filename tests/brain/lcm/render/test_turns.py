@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -19,6 +20,7 @@ from tests.brain.lcm.render.builders import (
     PNG,
     _msg,
     _part,
+    _text,
 )
 
 # -- turn_from_message ------------------------------------------------------------------
@@ -114,7 +116,7 @@ def test_anthropic_blocks_become_blocks_in_order() -> None:
         Block("tool_call", call_id="t1", name="bash", arguments='{"command":"ls"}'),
         Block("image", "[image]", data=image),
         Block("file", "[file: a.pdf]", data=doc),
-        Block("other", data={"type": "mystery"}),
+        Block("other", "[mystery]", data={"type": "mystery"}),
     )
 
 
@@ -147,7 +149,7 @@ def test_responses_function_calls_and_outputs_are_calls_and_results() -> None:
 def test_a_server_tool_call_is_not_a_call_pairing_must_answer() -> None:
     use = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}
     turn = turn_from_message(_msg("assistant", (_part("tool_call", block=use, call_id="s1"),)))
-    assert turn.blocks == (Block("other", data=use),)
+    assert turn.blocks == (Block("other", "[server_tool_use] web_search({})", data=use),)
 
 
 def test_a_tool_output_in_a_payload_file_becomes_a_stub() -> None:
@@ -251,3 +253,65 @@ def test_stub_disambiguator_is_cut_to_about_120_characters() -> None:
     hint = stub.split("] ", 1)[1]
     assert len(hint) == 120
     assert hint.endswith("…")
+
+
+# -- every SDK dump (issue 26) --------------------------------------------------------
+
+
+def test_a_developer_message_is_a_system_turn_that_remembers_it_was_sent_as_developer() -> None:
+    msg = replace(_msg("system", content="be brief", shape="string"), sent_role="developer")
+    turn = turn_from_message(msg)
+    assert (turn.role, turn.sent_role, turn.blocks) == ("system", "developer", (_text("be brief"),))
+
+
+def test_a_legacy_function_result_says_which_function_answered() -> None:
+    msg = replace(
+        _msg("tool", content="18C", shape="string", name="get_weather"), sent_role="function"
+    )
+    assert turn_from_message(msg).blocks == (_text("[function result] get_weather: 18C"),)
+
+
+def test_an_audio_answer_and_a_legacy_function_call_are_text_never_nothing() -> None:
+    msg = replace(
+        _msg("assistant", shape="string"),
+        no_content=True,
+        audio="[audio] See you Thursday.",
+        function_call="[function call] f({})",
+    )
+    assert turn_from_message(msg).blocks == (
+        _text("[audio] See you Thursday."),
+        _text("[function call] f({})"),
+    )
+
+
+def test_a_custom_tool_call_is_a_call_block_marked_custom() -> None:
+    call = {"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin"}}
+    msg = _msg("assistant", (_part("tool_call", "tool_calls", call, call_id="c1"),), shape="string")
+    [block] = turn_from_message(msg).blocks
+    assert (block.type, block.call_id, block.name, block.arguments) == (
+        "tool_call",
+        "c1",
+        "apply_patch",
+        "*** Begin",
+    )
+    assert block.data == call
+
+
+def test_a_text_with_citations_keeps_its_block_for_the_renderers() -> None:
+    text = {"type": "text", "text": "WAL.", "citations": [{"type": "x", "url": "https://a"}]}
+    plain = {"type": "text", "text": "no sources", "citations": None}
+    msg = _msg("assistant", (_part("text", block=text), _part("text", block=plain)))
+    assert turn_from_message(msg).blocks == (Block("text", "WAL.", data=text), _text("no sources"))
+
+
+def test_a_tool_call_of_a_type_brain_does_not_know_is_a_call_block_keeping_its_shape() -> None:
+    call = {"id": "c1", "type": "mcp", "mcp": {"name": "lookup", "server": "kb"}}
+    msg = _msg("assistant", (_part("tool_call", "tool_calls", call, call_id="c1"),), shape="string")
+    [block] = turn_from_message(msg).blocks
+    assert (block.type, block.call_id, block.name, block.arguments, block.data) == (
+        "tool_call",
+        "c1",
+        "lookup",
+        '{"server":"kb"}',
+        call,
+    )
