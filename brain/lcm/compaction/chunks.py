@@ -8,7 +8,7 @@ Tested through the compactor in tests/brain/lcm/compaction/test_compactor.py
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from brain.config import CompactionConfig
 from brain.lcm.context import Item
@@ -150,19 +150,13 @@ def condensed_chunk(
     config: CompactionConfig,
     max_depth: int,
     fanout: int | None,
+    keep_newest: int = 0,
 ) -> tuple[list[Item], int] | None:
     """The oldest run of at least ``fanout`` (default: the depth's own fanout) contiguous
     same-depth summary items at the shallowest depth that has one, cut to the depth's
-    own fanout when longer, and that depth."""
-    rows = list(
-        store.execute(
-            "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count, s.last_seq, "
-            "s.hidden_by IS NOT NULL "
-            "FROM context_items c JOIN summaries s ON s.id = c.summary_id "
-            "WHERE c.conversation_id = ? ORDER BY c.pos",
-            (conversation_id,),
-        )
-    )
+    own fanout when longer, and that depth; the newest ``keep_newest`` summary items
+    are not considered."""
+    rows = _summary_rows(store, conversation_id, keep_newest)
     runs: dict[int, list[list[Item]]] = {}
     prev_last: int | None = None
     prev_depth: int | None = None
@@ -195,19 +189,18 @@ def condensed_chunk(
 
 
 def mixed_chunk(
-    store: Store, conversation_id: int, least: int, config: CompactionConfig
+    store: Store,
+    conversation_id: int,
+    least: int,
+    config: CompactionConfig,
+    keep_newest: int = 0,
 ) -> tuple[list[Item], int] | None:
     """The oldest run of at least ``least`` adjacent summary items whatever their depths
-    (at most ``condensed_fanout``), and the deepest depth in it. Withheld ones end a run."""
+    (at most ``condensed_fanout``), and the deepest depth in it. Withheld ones end a run;
+    the newest ``keep_newest`` summary items are not considered."""
     run: list[Item] = []
     prev_last: int | None = None
-    for row in store.execute(
-        "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count, s.last_seq, "
-        "s.hidden_by IS NOT NULL "
-        "FROM context_items c JOIN summaries s ON s.id = c.summary_id "
-        "WHERE c.conversation_id = ? ORDER BY c.pos",
-        (conversation_id,),
-    ):
+    for row in _summary_rows(store, conversation_id, keep_newest):
         item = Item(*row[:5])
         if row[6] or prev_last is None or item.pos != prev_last + 1:
             if len(run) >= least:
@@ -220,6 +213,22 @@ def mixed_chunk(
         return None
     run = run[: max(least, config.condensed_fanout)]
     return run, max(int(i.depth or 0) for i in run)
+
+
+def _summary_rows(store: Store, conversation_id: int, keep_newest: int) -> list[tuple[Any, ...]]:
+    """The summary items of the context list in order (pos, message id, summary id, depth,
+    tokens, last seq, withheld), but the newest ``keep_newest``."""
+    rows = [
+        tuple(r)
+        for r in store.execute(
+            "SELECT c.pos, c.message_id, c.summary_id, c.depth, c.token_count, s.last_seq, "
+            "s.hidden_by IS NOT NULL "
+            "FROM context_items c JOIN summaries s ON s.id = c.summary_id "
+            "WHERE c.conversation_id = ? ORDER BY c.pos",
+            (conversation_id,),
+        )
+    ]
+    return rows[: len(rows) - keep_newest] if keep_newest else rows
 
 
 def previous_summary(store: Store, conversation_id: int, pos: int) -> tuple[int, str] | None:

@@ -40,6 +40,9 @@ from brain.store.connection import Store
 
 __all__ = ["SUMMARY_ROOM_MARGIN", "Compactor"]
 
+KEEP_NEWEST: Final = 2
+"""Summaries of the context list that fold only when nothing older can: the newest
+history keeps leaf detail while older history is condensed to fit the room."""
 SUMMARY_ROOM_MARGIN: Final = 128
 """Tokens of a session's budget that summaries never count on: what stands in for
 history left out (``brain.lcm.assemble.history``) and the system messages pinned
@@ -231,12 +234,29 @@ class Compactor(Rebuilds):
         condensed summary keeps as much as the room allows."""
         max_depth = self.config.incremental_max_depth
         while not self._stopping.is_set() and (excess := self._summary_excess(conversation_id)):
-            if self._condensed_pass(conversation_id, report, max_depth, 2, excess, fill=True):
-                continue
-            if max_depth >= 0 or not self._condensed_pass(
-                conversation_id, report, max_depth, 2, excess, mixed=True, fill=True
+            # The newest summaries fold last: recent history keeps its detail (an
+            # assemble can open a leaf into its messages), old history goes deep.
+            if any(
+                self._condensed_pass(
+                    conversation_id, report, max_depth, 2, excess, fill=True, keep_newest=keep
+                )
+                or (
+                    max_depth < 0
+                    and self._condensed_pass(
+                        conversation_id,
+                        report,
+                        max_depth,
+                        2,
+                        excess,
+                        mixed=True,
+                        fill=True,
+                        keep_newest=keep,
+                    )
+                )
+                for keep in (KEEP_NEWEST, 0)
             ):
-                return
+                continue
+            return
 
     def _leaf_pass(
         self,
@@ -339,6 +359,7 @@ class Compactor(Rebuilds):
         *,
         mixed: bool = False,
         fill: bool = False,
+        keep_newest: int = 0,
     ) -> bool:
         """Fold the oldest run of same-depth summaries at the shallowest eligible depth
         (``mixed``: the oldest run of at least ``fanout`` adjacent summaries, any depths).
@@ -347,7 +368,7 @@ class Compactor(Rebuilds):
         ``condensed_target_tokens``), not only the session's condensed size."""
         for _ in range(ATTEMPTS):
             done = self._condensed_attempt(
-                conversation_id, report, max_depth, fanout, missing, mixed, fill
+                conversation_id, report, max_depth, fanout, missing, mixed, fill, keep_newest
             )
             if done is not None:
                 return done
@@ -362,13 +383,16 @@ class Compactor(Rebuilds):
         missing: int | None,
         mixed: bool = False,
         fill: bool = False,
+        keep_newest: int = 0,
     ) -> bool | None:
         """One read-summarise-commit of the condensed chunk; None: retry."""
         with self._access() as store:
             if mixed:
-                found = mixed_chunk(store, conversation_id, fanout or 2, self.config)
+                found = mixed_chunk(store, conversation_id, fanout or 2, self.config, keep_newest)
             else:
-                found = condensed_chunk(store, conversation_id, self.config, max_depth, fanout)
+                found = condensed_chunk(
+                    store, conversation_id, self.config, max_depth, fanout, keep_newest
+                )
             if found is None:
                 return False
             chunk, depth = found
@@ -376,10 +400,15 @@ class Compactor(Rebuilds):
             ordered = [kids[i.summary_id] for i in chunk if i.summary_id in kids]
             previous = previous_summary(store, conversation_id, chunk[0].pos)
             budget = conversation_by_id(store, conversation_id).budget
-        target = sizes(self.config, budget).condensed_target
+        sized = sizes(self.config, budget)
+        target = sized.condensed_target
         if missing is not None and len(ordered) == len(chunk):
             need = fanout or len(chunk)
-            normal = self.config.condensed_target_tokens if fill else target
+            normal = target
+            if fill and sized.summary_room is not None:
+                # Up to half the summaries' share: larger keeps more, but two must fit,
+                # and one larger still could not be opened into its sources later.
+                normal = max(target, sized.summary_room // 2)
             chunk, ordered, target = sized_run(chunk, ordered, need, missing, normal)
             if fill:
                 # At most half of what it folds: a pass that saves a few tokens would
