@@ -98,7 +98,9 @@ def main() -> None:
         db = Path(tmp) / "wheel.db"
         seen = _daemon(db)
         tools = anyio.run(_mcp_tools, db)
-        assert "memory_grep" in tools and "memory_entities" in tools, tools
+        from daemon.mcp.tools import MCP_TOOLS
+
+        assert sorted(tools) == sorted(t.name for t in MCP_TOOLS), tools
         seen["mcp_tools"] = len(tools)
     print(json.dumps({"installed": where, **seen}))
 

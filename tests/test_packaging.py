@@ -28,9 +28,7 @@ def _data_files(package: str) -> list[Path]:
     return sorted(
         path.relative_to(root)
         for path in root.rglob("*")
-        if path.is_file()
-        and path.suffix not in (".py", ".pyc")
-        and "__pycache__" not in path.parts
+        if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts
     )
 
 
