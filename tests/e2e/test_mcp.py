@@ -185,6 +185,9 @@ async def test_an_ingested_conversation_is_found_again_by_grep_in_every_mode(
             assert "a1" in [h["id"] for h in found["hits"]], (mode, found)
         scoped = await call(client, "memory_grep", {"query": "deploy", "session": "s1"})
         assert scoped["hits"]
+        # Another session (one that exists: a name that does not is NotFound) sees none of it.
+        note = {"role": "user", "content": "hello"}
+        await call(client, "memory_ingest", {"session": "other", "message": note})
         elsewhere = await call(client, "memory_grep", {"query": "deploy", "session": "other"})
         assert elsewhere["hits"] == []
 
