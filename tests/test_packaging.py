@@ -8,6 +8,7 @@ did: ``query`` after a compaction answered -32008 "No such file or directory").
 
 from __future__ import annotations
 
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -60,3 +61,35 @@ def test_every_package_data_pattern_names_a_file_that_exists() -> None:
         if not _matched(package, pattern)
     ]
     assert stale == []
+
+
+def _extras() -> dict[str, list[str]]:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras: dict[str, list[str]] = pyproject["project"]["optional-dependencies"]
+    return extras
+
+
+def test_the_install_hints_ask_for_exactly_the_extras_requirements() -> None:
+    from brain.vectors.embedders import ONNX_REQUIREMENTS
+    from daemon.commands import MCP_REQUIREMENT
+
+    extras = _extras()
+    assert extras["mcp"] == [MCP_REQUIREMENT]
+    assert [r.split("#")[0].strip() for r in extras["onnx"]] == list(ONNX_REQUIREMENTS)
+
+
+def test_no_install_hint_names_the_unpublished_brain_memory_package() -> None:
+    """``brain-memory`` is not on PyPI: ``pip install 'brain-memory[mcp]'`` fails, or installs
+    whatever a stranger published under the name. Hints say ``'.[mcp]'`` or the wheel."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    naming = [
+        name.decode()
+        for name in tracked
+        if name
+        and name != b"tests/test_packaging.py"
+        and (ROOT / name.decode()).is_file()
+        and b"brain-memory[" in (ROOT / name.decode()).read_bytes()
+    ]
+    assert naming == []

@@ -454,5 +454,9 @@ def test_brain_mcp_without_the_sdk_says_how_to_install_it(db_path: Path) -> None
         [sys.executable, "-c", code], capture_output=True, timeout=DEADLINE, check=False
     )
     assert done.returncode == 2
-    assert "pip install 'brain-memory[mcp]'" in done.stderr.decode()
+    said = done.stderr.decode()
+    # Commands that work here: no brain-memory is published (a stranger could take the name).
+    assert f"{sys.executable} -m pip install 'mcp>=2.3,<3'" in said
+    assert "pip install '.[mcp]' in a clone" in said
+    assert "brain-memory" not in said
     assert not db_path.exists()
