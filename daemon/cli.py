@@ -146,7 +146,8 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
             help="serve the memory as an MCP server on stdin/stdout",
             description="An MCP (Model Context Protocol) server over stdio for agent hosts: "
             "memory_* tools, brain:// resources and prompts over the same engine as brain "
-            "serve. Needs pip install 'brain-memory[mcp]'.",
+            "serve. Needs brain's mcp extra (the MCP SDK): pip install '.[mcp]' in a clone of "
+            "brain, or the wheel with [mcp].",
             parents=_options("mcp"),
         )
         mcp.set_defaults(func=commands.mcp)
@@ -233,11 +234,13 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         doc.add_argument("--json", action="store_true", help="print the report as JSON")
         doc.set_defaults(func=commands.doctor)
     if only in (None, "tools"):
+        from protocol.tools import TOOLS  # the list itself, so the help never leaves one out
+
         tools = sub.add_parser(
             "tools",
             help="print model-facing tool definitions (JSON schemas) for a host agent",
-            description="Print the memory_* tool definitions a host gives its model: grep, "
-            "describe, expand, expand_query, query, teach, learn. They omit session: the host "
+            description="Print the memory_* tool definitions a host gives its model: "
+            f"{', '.join(t.method for t in TOOLS)}. They omit session: the host "
             "adds it (protocol.tools.request). Needs no database.",
         )
         tools.add_argument(

@@ -31,6 +31,18 @@ CALL_EMBED_MAX: Final = 10_000
 """Queued rows a ``brain call`` semantic or hybrid grep embeds for its own answer, at most
 (about 0.4 s with the static embedder); the rest stay queued and show as ``pending``."""
 
+MCP_REQUIREMENT: Final = "mcp>=2.3,<3"
+"""The ``mcp`` extra's requirement (pyproject.toml; tests/test_packaging.py keeps them equal)."""
+
+MCP_MISSING: Final = (
+    "brain mcp needs the MCP SDK (brain's mcp extra), which this Python does not have. "
+    "Install it beside brain: {python} -m pip install '" + MCP_REQUIREMENT + "'; "
+    "or install brain with the extra: pip install '.[mcp]' in a clone of brain, "
+    "or pip install 'dist/brain_memory-VERSION-py3-none-any.whl[mcp]' from a built wheel."
+)
+"""What ``brain mcp`` says without the SDK: commands that work from a clone or a wheel (no
+``brain-memory`` is published on PyPI, and a stranger could publish that name)."""
+
 
 def serve(config: DaemonConfig, args: argparse.Namespace) -> int:
     """Run the daemon on stdin/stdout until shutdown, end of input or a signal."""
@@ -67,7 +79,7 @@ def mcp(config: DaemonConfig, args: argparse.Namespace) -> int:
     import importlib.util
 
     if importlib.util.find_spec("mcp") is None:
-        print("brain mcp needs the MCP SDK: pip install 'brain-memory[mcp]'", file=sys.stderr)
+        print(MCP_MISSING.format(python=sys.executable), file=sys.stderr)
         return 2
     import anyio
 

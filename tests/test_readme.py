@@ -14,6 +14,7 @@ import orjson
 from daemon.config import OPTIONS, DaemonConfig
 from protocol.errors import ERROR_CODES
 from protocol.methods import METHODS
+from protocol.tools import TOOLS
 
 BRAIN = Path(sys.executable).parent / "brain"
 
@@ -76,25 +77,94 @@ def _blocks(section: str, lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", section, re.DOTALL)
 
 
-def test_the_host_guides_per_turn_loop_runs_against_a_real_daemon(tmp_path: Path) -> None:
+def test_the_host_guides_per_turn_loop_runs_as_written_and_runs_again(tmp_path: Path) -> None:
+    """Run twice, unchanged: a reader who runs it a second time must not meet a Conflict
+    (fixed message ids in a database the first run left behind)."""
     (code,) = _blocks(_section("### The per-turn loop"), "python")
-    assert '"/tmp/host.db"' in code
-    code = code.replace('"/tmp/host.db"', repr(str(tmp_path / "host.db")))
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, timeout=60, check=False
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            timeout=60,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        assert done.stdout.decode().strip() == "It lives in vault/ci."
+
+
+def test_the_shell_example_shows_the_daemons_answers_in_the_order_it_gives_them(
+    tmp_path: Path,
+) -> None:
+    (block,) = _blocks(_section("### From a shell"), "sh")
+    lines = block.splitlines()
+    piped = next(i for i, line in enumerate(lines) if line.startswith("printf "))
+    shown = [line.removeprefix("# ") for line in lines[piped + 1 :] if line.startswith("# ")]
+    command = lines[piped].replace("| brain ", f"| {BRAIN} ")
+    for i in range(3):  # the order is the daemon's rule, not a race it usually wins
+        database = str(tmp_path / f"x{i}.db")
+        done = subprocess.run(
+            ["bash", "-c", command.replace("/tmp/x.db", database)],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        answers = done.stdout.decode().splitlines()
+        assert len(answers) == len(shown)
+        for answer, example in zip(answers, shown, strict=True):
+            pattern = ".*".join(re.escape(part) for part in example.split("..."))
+            assert re.fullmatch(pattern, answer), (answer, example)
+
+
+def test_the_setup_section_says_what_the_test_command_fetches_and_how_to_skip_it() -> None:
+    section = _section("## Set up")
+    assert "needing only Python" not in section
+    for needed in ("PyPI", "npm", "GB of disk", "minutes"):
+        assert needed in section, needed
+    script = (Path(__file__).resolve().parent.parent / "scripts" / "test").read_text()
+    skips = set(re.findall(r"BRAIN_SKIP_\w+", section))
+    assert skips == set(re.findall(r"BRAIN_SKIP_\w+", script))
+
+
+def test_the_install_commands_name_this_version_s_wheel_and_the_real_extras() -> None:
+    import tomllib
+
+    from brain import __version__
+
+    section = _section("### Installing")
+    (block,) = _blocks(section, "sh")
+    wheels = re.findall(r"brain_memory-([^-]+)-py3-none-any\.whl", block)
+    assert wheels
+    assert set(wheels) == {__version__}
+    pyproject = tomllib.loads(
+        (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     )
-    assert done.returncode == 0, done.stderr.decode()
-    assert done.stdout.decode().strip() == "It lives in vault/ci."
+    extras = set(pyproject["project"]["optional-dependencies"]) - {"dev"}
+    assert set(re.findall(r"`(\w+)` \(", section.split("Extras:")[1])) == extras
 
 
 def test_the_host_guides_tool_commands_print_the_tool_definitions() -> None:
-    (block,) = _blocks(_section("### Tool definitions"), "sh")
+    section = _section("### Tool definitions")
+    (block,) = _blocks(section, "sh")
     commands = [line.split("#")[0].split() for line in block.splitlines() if line.strip()]
     assert [c[-1] for c in commands] == ["openai", "anthropic"]
     for argv in commands:
         done = subprocess.run([str(BRAIN), *argv[1:]], capture_output=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr.decode()
-        assert len(orjson.loads(done.stdout)) == 8
+        assert len(orjson.loads(done.stdout)) == len(TOOLS)
+    named = section[section.index("```\n\n") :].split("each calling")[0]
+    assert re.findall(r"`(memory_\w+)`", named) == [t.name for t in TOOLS]
+
+
+def test_the_mcp_tools_table_lists_exactly_the_servers_tools() -> None:
+    from daemon.mcp.tools import MCP_TOOLS
+
+    section = _section("## Using brain from an MCP host")
+    table = section[section.index("**Tools**") : section.index("**Resources**")]
+    rows = [line for line in table.splitlines() if line.startswith("| `memory_")]
+    listed = [name for row in rows for name in re.findall(r"`(memory_\w+)`", row.split(" | ")[0])]
+    assert sorted(listed) == sorted(t.name for t in MCP_TOOLS)
 
 
 def test_the_host_guides_local_server_commands_take_their_options(tmp_path: Path) -> None:

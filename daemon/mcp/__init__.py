@@ -4,7 +4,8 @@ Another front end over the same engine and the same handlers as the NDJSON
 daemon: each tool call, resource read and prompt becomes a request that the
 daemon's dispatcher (``daemon.dispatch``) validates, runs and maps, so the
 params checks, the error codes and the redaction of paths are the daemon's own.
-Needs the ``mcp`` extra (``pip install 'brain-memory[mcp]'``): the official SDK.
+Needs the ``mcp`` extra (the official SDK: ``pip install '.[mcp]'`` in a clone; what
+``brain mcp`` prints without it is ``daemon.commands.MCP_MISSING``).
 
 - ``calls``: a method and params in, a result or a typed wire error out, through the dispatcher;
 - ``tools``: the ``memory_*`` tools (schemas, annotations, output schemas) and how the

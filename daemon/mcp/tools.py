@@ -362,7 +362,12 @@ _EXTRA: Final[tuple[McpTool, ...]] = (
         {
             "name": _str("The name or its beginning (any case; a misspelling is tolerated)."),
             "kind": _KIND,
-            "limit": {"type": "integer", "minimum": 1, "maximum": 200},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 200,
+                "description": "At most this many entities (default 20).",
+            },
         },
         ("name",),
         "session",
@@ -377,7 +382,12 @@ _EXTRA: Final[tuple[McpTool, ...]] = (
         {
             "name": _str("The entity's name (any case)."),
             "kind": _KIND,
-            "limit": {"type": "integer", "minimum": 1, "maximum": 1_000},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 1_000,
+                "description": "At most this many mentions, oldest first (default 50).",
+            },
         },
         ("name",),
         "session",

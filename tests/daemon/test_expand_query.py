@@ -34,6 +34,9 @@ async def test_expand_query_answers_with_citations_and_checks_its_params(running
 
 
 async def test_expand_query_can_be_granted_within_the_grant_sessions(running: Harness) -> None:
+    note = {"role": "user", "content": "hello"}
+    await running.write({"id": 0, "method": "ingest", "params": {"session": "s", "message": note}})
+    assert "result" in await running.read()
     body = {"sessions": ["s"], "methods": ["expand_query"], "token_cap": 100_000, "ttl_s": 60}
     await running.write({"id": 1, "method": "grant", "params": body})
     grant = (await running.read())["result"]["grant_id"]

@@ -165,7 +165,10 @@ def test_any_generated_looking_id_gets_a_documented_answer_never_an_internal_err
     params |= {"ids": [msg_id]} if method.endswith("suppress") else {"id": msg_id}
     answer = _answer(dispatcher, orjson.dumps({"id": 1, "method": method, "params": params}))
     assert answer is not None
-    if number > 2**63 - 1 and method != "expand":  # expand takes summary ids: not found
+    if session == "absent":  # the session is looked up first: a mistaken name is told first
+        assert answer["error"]["code"] == -32001, answer
+        assert answer["error"]["message"].startswith("no session 'absent'")
+    elif number > 2**63 - 1 and method != "expand":  # expand takes summary ids: not found
         assert answer["error"]["code"] == -32602, answer
     elif "error" in answer:
         assert answer["error"]["code"] in ERROR_CODES

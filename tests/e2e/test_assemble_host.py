@@ -12,7 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from protocol.client import Client
+from protocol.errors import NotFound
 
 SYSTEM = (
     "You are the release assistant of the brain project. Answer briefly, cite message ids, "
@@ -78,8 +81,11 @@ def test_assemble_of_a_session_with_no_messages_is_an_empty_context_and_creates_
             if fmt == "anthropic":
                 assert out["system"] is None
         assert client.call("info")["conversations"] == before
-        hits = client.call("grep", {"session": "first-turn", "query": "hi"})["hits"]
-        assert hits == []  # the same answer grep gives
+        # A read other than assemble is told the session is not there (a mistyped name
+        # must not pass for an empty memory); asking creates nothing either.
+        with pytest.raises(NotFound, match="no session 'first-turn'"):
+            client.call("grep", {"session": "first-turn", "query": "hi"})
+        assert client.call("info")["conversations"] == before
 
 
 MEETING = [

@@ -51,6 +51,8 @@ def test_a_word_inside_a_big_tool_result_is_found_with_scope_files_and_described
         assert described["kind"] == "file"
         assert described["message_id"] == "t1"
         assert "checksum mismatch in shard quetzalcoatl-7" in described["content"]
+        # Another session (one that exists: a name that does not is NotFound) sees none of it.
+        client.call("ingest", {"session": "other", "message": {"role": "user", "content": "hi"}})
         elsewhere = client.call(
             "grep", {"query": "quetzalcoatl", "session": "other", "scope": "files"}
         )

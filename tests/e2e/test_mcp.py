@@ -185,6 +185,9 @@ async def test_an_ingested_conversation_is_found_again_by_grep_in_every_mode(
             assert "a1" in [h["id"] for h in found["hits"]], (mode, found)
         scoped = await call(client, "memory_grep", {"query": "deploy", "session": "s1"})
         assert scoped["hits"]
+        # Another session (one that exists: a name that does not is NotFound) sees none of it.
+        note = {"role": "user", "content": "hello"}
+        await call(client, "memory_ingest", {"session": "other", "message": note})
         elsewhere = await call(client, "memory_grep", {"query": "deploy", "session": "other"})
         assert elsewhere["hits"] == []
 
@@ -471,5 +474,9 @@ def test_brain_mcp_without_the_sdk_says_how_to_install_it(db_path: Path) -> None
         [sys.executable, "-c", code], capture_output=True, timeout=DEADLINE, check=False
     )
     assert done.returncode == 2
-    assert "pip install 'brain-memory[mcp]'" in done.stderr.decode()
+    said = done.stderr.decode()
+    # Commands that work here: no brain-memory is published (a stranger could take the name).
+    assert f"{sys.executable} -m pip install 'mcp>=2.3,<3'" in said
+    assert "pip install '.[mcp]' in a clone" in said
+    assert "brain-memory" not in said
     assert not db_path.exists()

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from protocol import Client
-from protocol.tools import request
+from protocol.tools import TOOLS, request
 from tests.e2e.conftest import BRAIN, DEADLINE
 
 EXPECTED = {
@@ -100,3 +100,12 @@ def test_a_models_tool_calls_made_from_the_schemas_are_answered_by_the_daemon(
     found = call("memory_query", {"query": "how often do deploy keys rotate?"})
     learned = call("memory_learn", {"outcome": 1, "trace_id": found["trace_id"]})
     assert learned["trace_id"] == found["trace_id"]
+
+
+def test_brain_tools_help_names_every_tool() -> None:
+    done = subprocess.run(
+        [str(BRAIN), "tools", "--help"], capture_output=True, timeout=DEADLINE, check=True
+    )
+    said = " ".join(done.stdout.decode().split())  # argparse wraps lines
+    listed = said.split("gives its model: ")[1].split(". ")[0]
+    assert listed.split(", ") == [t.method for t in TOOLS]

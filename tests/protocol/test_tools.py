@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from protocol.errors import InvalidParams
 from protocol.methods import METHODS
 from protocol.tools import BY_NAME, TOOLS, definitions, request
 
@@ -79,3 +80,54 @@ def test_the_formats_are_the_openai_and_anthropic_tool_shapes() -> None:
     assert all(set(t) == {"name", "description", "input_schema"} for t in anthropic)
     with pytest.raises(ValueError, match="format"):
         definitions("gemini")
+
+
+def test_openai_arguments_given_as_json_text_are_parsed_into_the_params() -> None:
+    method, params = request("memory_grep", '{"query": "deploy key", "limit": 3}', session="s1")
+    assert (method, params) == ("grep", {"query": "deploy key", "limit": 3, "session": "s1"})
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("memory_grepp", "tool: unknown tool 'memory_grepp' (did you mean memory_grep?)"),
+        ("grep", "tool: unknown tool 'grep' (did you mean memory_grep?)"),
+        ("memory_search", "tool: unknown tool 'memory_search'; the tools are"),
+        ("memory_ingest", "tool: unknown tool 'memory_ingest'; the tools are"),
+        (None, "tool: a tool's name is a string, not null"),
+    ],
+)
+def test_an_unknown_tool_name_is_invalid_params_naming_it_and_the_tools(
+    name: object, message: str
+) -> None:
+    with pytest.raises(InvalidParams) as raised:
+        request(name, {"query": "x"}, session="s1")
+    assert raised.value.message.startswith(message)
+    assert "memory_recent" in raised.value.message
+    assert raised.value.data is not None
+    assert raised.value.data["tools"] == [t.name for t in TOOLS]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        (None, "must be a JSON object of the tool's parameters, not null"),
+        ([{"query": "x"}], "must be a JSON object of the tool's parameters, not an array"),
+        ('["x"]', "must be a JSON object of the tool's parameters, not an array"),
+        ('"deploy key"', "must be a JSON object of the tool's parameters, not a string"),
+        ("null", "must be a JSON object of the tool's parameters, not null"),
+        (7, "must be a JSON object of the tool's parameters, not a number"),
+        ("deploy key", "are not valid JSON"),
+        ('{"query": "x"', "are not valid JSON"),
+        ("", "are not valid JSON"),
+    ],
+)
+def test_arguments_that_are_not_an_object_are_invalid_params_naming_the_problem(
+    arguments: object, problem: str
+) -> None:
+    """What models really send: OpenAI's arguments are JSON text, and not always an
+    object; a host hands the message back to the model as the tool's result."""
+    with pytest.raises(InvalidParams) as raised:
+        request("memory_grep", arguments, session="s1")
+    assert raised.value.message.startswith(f"arguments: memory_grep's arguments {problem}")
+    assert raised.value.to_obj()["code"] == -32602

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from brain.lcm.content import normalize_time
-from brain.lcm.context import find_session, session_key_conversations
+from brain.lcm.context import conversation_id, session_key_conversations
 from brain.recall.search.model import GrepOptions
 from brain.store.connection import Store
 
@@ -18,11 +18,11 @@ from brain.store.connection import Store
 def narrowed(
     store: Store, options: GrepOptions, *, session: str | None, session_key: str | None
 ) -> GrepOptions:
-    """``options`` narrowed to the session's conversation, else to the session key's
-    conversations (empty: nothing to search); neither given: as they were."""
+    """``options`` narrowed to the session's conversation (``NotFound`` naming a session
+    that does not exist), else to the session key's conversations (empty: nothing to
+    search); neither given: as they were."""
     if session is not None:
-        filed = find_session(store, session)
-        return replace(options, conversations=() if filed is None else (filed.id,))
+        return replace(options, conversations=(conversation_id(store, session),))
     if session_key is not None:
         return replace(options, conversations=session_key_conversations(store, session_key))
     return options

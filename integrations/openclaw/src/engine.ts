@@ -263,12 +263,18 @@ export function createEngine(deps: EngineDeps): ContextEngine {
   }
 
   async function holdsSession(session: string): Promise<boolean> {
-    const result = await client.call<{ hits: unknown[] }>(
-      "grep",
-      { session, query: ".", mode: "regex", limit: 1 },
-      { deadlineMs: config.deadlineMs, idempotent: true },
-    );
-    return result.hits.length > 0;
+    try {
+      const result = await client.call<{ hits: unknown[] }>(
+        "grep",
+        { session, query: ".", mode: "regex", limit: 1 },
+        { deadlineMs: config.deadlineMs, idempotent: true },
+      );
+      return result.hits.length > 0;
+    } catch (error) {
+      // brain answers a read of a session it does not hold with NotFound (-32001).
+      if (error instanceof BrainError && error.code === NOT_FOUND) return false;
+      throw error;
+    }
   }
 
   const engine: ContextEngine = {

@@ -248,3 +248,39 @@ def test_ids_that_do_not_exist_are_not_found(small: Brain) -> None:
             small.describe(target, session="s")
     with pytest.raises(NotFound):
         small.expand("sum_0000000000000000", session="s")
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("sum_0123456789abcdef", "no summary 'sum_0123456789abcdef'"),
+        ("sum_abc", "no summary 'sum_abc' (a summary id is sum_ and 16 hex digits)"),
+        ("SUM_0123", "no message 'SUM_0123'"),
+        ("rol_42", "no rollup 'rol_42' (a rollup id is rol_ and 16 hex digits)"),
+        ("file_12", "no file 'file_12' (a file id is file_ and 16 hex digits)"),
+        ("nd_0123456789abcdef", "no message 'nd_0123456789abcdef' (nd_ ids are graph nodes"),
+        ("msg_99", "no message 'msg_99'"),
+    ],
+)
+def test_an_id_that_names_nothing_is_not_found_as_the_kind_its_prefix_says(
+    fresh_brain: Brain, target: str, message: str
+) -> None:
+    """A model that mistypes a summary id hears of a summary, not of a message."""
+    fresh_brain.ingest("s", [MessageIn("user", "hello")])
+    with pytest.raises(NotFound) as raised:
+        fresh_brain.describe(target, session="s")
+    assert raised.value.message.startswith(message)
+    assert raised.value.data["id"] == target
+    # The prefix only words the error: a message whose own id looks like one is found.
+    fresh_brain.ingest("s", [MessageIn("user", "hi", client_id="sum_abc")])
+    assert fresh_brain.describe("sum_abc", session="s")["kind"] == "message"
+
+
+def test_describe_and_expand_in_a_session_that_does_not_exist_name_the_session(
+    fresh_brain: Brain,
+) -> None:
+    fresh_brain.ingest("s", [MessageIn("user", "hello", client_id="m1")])
+    with pytest.raises(NotFound, match="no session 'nobody'"):
+        fresh_brain.describe("m1", session="nobody")
+    with pytest.raises(NotFound, match="no session 'nobody'"):
+        fresh_brain.expand("sum_0123456789abcdef", session="nobody")

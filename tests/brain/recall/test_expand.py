@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from brain import Brain, MessageIn
+from brain import Brain, MessageIn, NotFound
 from brain.providers.llm import ChatClient, LLMConfig
 from brain.recall.expand import expand_query
 from tests.brain.lcm.helpers import chat
@@ -87,13 +87,16 @@ def test_the_answer_stays_within_the_token_cap(small: Brain) -> None:
 def test_other_sessions_are_not_found(small: Brain) -> None:
     summaries = _conversation(small)
     small.ingest("other", [MessageIn("user", "hello", client_id="x")])
-    for session in ("other", "nobody"):
-        result = small.expand_query(
-            "staging password", session=session, summary_ids=summaries, query="staging password"
+    result = small.expand_query(
+        "staging password", session="other", summary_ids=summaries, query="staging password"
+    )
+    assert result["citations"] == []
+    assert result["answer"] == ""
+    assert result["summaries"] == []
+    with pytest.raises(NotFound, match="no session 'nobody'"):
+        small.expand_query(
+            "staging password", session="nobody", summary_ids=summaries, query="staging password"
         )
-        assert result["citations"] == []
-        assert result["answer"] == ""
-        assert result["summaries"] == []
 
 
 def test_suppressed_messages_are_never_cited(small: Brain) -> None:

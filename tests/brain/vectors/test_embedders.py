@@ -265,7 +265,8 @@ def test_onnx_without_the_extra_says_which_extra_to_install() -> None:
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert "brain-memory[onnx]" in done.stdout
+    assert "pip install '.[onnx]' in a clone" in done.stdout
+    assert f"{sys.executable} -m pip install 'onnxruntime>=1.17'" in done.stdout
 
 
 def test_static_cached_chunks_give_the_tokenizers_own_ids(static: StaticEmbedder) -> None:

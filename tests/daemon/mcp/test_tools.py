@@ -67,3 +67,15 @@ def test_expand_query_without_ids_or_query_searches_for_its_prompt() -> None:
 
 def test_unknown_arguments_are_left_for_the_dispatcher_to_refuse() -> None:
     assert BY_NAME["memory_grep"].params({"query": "x", "limt": 3}, SESSION)["limt"] == 3
+
+
+def test_every_argument_of_every_tool_tells_the_model_what_it_is() -> None:
+    # A model reads only the schema: a bare {"type": "integer"} says nothing of what limits.
+    undescribed = [
+        f"{tool.name}.{name}"
+        for tool in MCP_TOOLS
+        for pin in (Pin(), Pin(session="s"))
+        for name, schema in tool.input_schema(pin)["properties"].items()
+        if not schema.get("description")
+    ]
+    assert undescribed == []

@@ -192,6 +192,7 @@ def test_bad_windows_are_refused_naming_the_field(
 
 
 def test_a_window_starts_at_since_or_one_period_before_before(brain: Brain) -> None:
+    brain.ingest("s", [MessageIn("user", "hello")])
     before = "2026-11-20T12:00:00Z"
     since = brain.recent(session="s", since="2026-11-18T00:00:00Z", before=before)
     daily = brain.recent(session="s", period="day", before=before)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brain import Brain, BrainConfig, InvalidInput, MessageIn
+from brain import Brain, BrainConfig, InvalidInput, MessageIn, NotFound
 from brain.payloads import filetext
 from brain.payloads.filetext import indexable_text, text_chunks
 from brain.recall.search import GrepOptions
@@ -96,7 +96,8 @@ def test_file_search_is_scoped_to_the_session_or_session_key(fresh_brain: Brain)
         assert [h.id for h in fresh_brain.grep(options, session="s")] == [mine]
         assert [h.id for h in fresh_brain.grep(options, session_key="k")] == [keyed]
         assert {h.id for h in fresh_brain.grep(options)} == {mine, theirs, keyed}
-        assert fresh_brain.grep(options, session="nobody") == []
+        with pytest.raises(NotFound, match="no session 'nobody'"):
+            fresh_brain.grep(options, session="nobody")
 
 
 def test_suppressing_the_owning_message_hides_its_file(fresh_brain: Brain) -> None:

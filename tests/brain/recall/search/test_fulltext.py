@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brain import Brain, InvalidInput, MessageIn
+from brain import Brain, InvalidInput, MessageIn, NotFound
 from brain.recall.search import GrepOptions
 from brain.store.schema import MIGRATIONS
 from tests.brain.recall.search.helpers import fill, fill_cjk
@@ -29,7 +29,8 @@ def test_full_text_is_scoped_to_the_session_unless_asked_for_all(fresh_brain: Br
     assert {h.id for h in fresh_brain.grep(GrepOptions("alpha"), session="s")} == {"u1"}
     assert {h.id for h in fresh_brain.grep(GrepOptions("alpha"))} == {"u1", "x1"}
     assert {h.id for h in fresh_brain.grep(GrepOptions("alpha"), session_key="k")} == {"x1"}
-    assert fresh_brain.grep(GrepOptions("alpha"), session="nobody") == []
+    with pytest.raises(NotFound, match="no session 'nobody'"):
+        fresh_brain.grep(GrepOptions("alpha"), session="nobody")
 
 
 def test_since_and_before_bound_the_time_of_writing(fresh_brain: Brain) -> None:
@@ -60,6 +61,10 @@ def test_a_scoped_search_finds_exactly_the_sessions_matches_however_sessions_int
             f"m{i}" for i, (where, t) in enumerate(writes) if where == session and "kiwi" in t
         }
         options = GrepOptions("kiwi", limit=100)
+        if session not in {where for where, _ in writes}:
+            with pytest.raises(NotFound):  # never written: a mistaken name, not empty
+                brain.grep(options, session=session)
+            return
         assert {h.id for h in brain.grep(options, session=session)} == expected
         everywhere = brain.grep(options)
         assert {h.id for h in everywhere if h.session == session} == expected

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from brain import Brain, InvalidInput
+from brain import Brain, InvalidInput, NotFound
 from brain.lcm.context import find_session
 from brain.recall.search import GrepOptions
 from brain.recall.search.scope import narrowed, scoped
@@ -23,10 +23,22 @@ def test_a_session_narrows_the_search_to_its_conversation(fresh_brain: Brain) ->
     assert got.conversations == (_id(fresh_brain, "s"),)
 
 
-def test_an_unknown_session_or_session_key_leaves_nothing_to_search(fresh_brain: Brain) -> None:
+def test_an_unknown_session_is_not_found_by_name(fresh_brain: Brain) -> None:
+    """A search naming a session that was never written is a mistake (a mistyped name),
+    told as such rather than answered with no hits."""
+    fill(fresh_brain)
+    with pytest.raises(NotFound, match="no session 'nope'") as raised:
+        narrowed(fresh_brain.store, GrepOptions("a"), session="nope", session_key=None)
+    assert raised.value.data == {"session": "nope"}
+
+
+def test_a_session_key_nothing_is_filed_under_leaves_nothing_to_search(
+    fresh_brain: Brain,
+) -> None:
+    # A key groups sessions yet to come (a pinned MCP server's, a host's agent): empty is
+    # an answer, not a mistake.
     fill(fresh_brain)
     store = fresh_brain.store
-    assert narrowed(store, GrepOptions("a"), session="nope", session_key=None).conversations == ()
     assert narrowed(store, GrepOptions("a"), session=None, session_key="nope").conversations == ()
 
 
