@@ -130,11 +130,14 @@ class Plan:
 
     def give_up(self, shown: list[Shown]) -> None:
         """Leave out these shown items as well (expansions undone first): they join a
-        stand-in; giving up a stand-in leaves out every stand-in (nothing then stands
-        for what they named: it is dropped)."""
+        stand-in. Giving up a stand-in makes every stand-in brief first; giving up a
+        brief one leaves out every stand-in (nothing then stands for what they named:
+        it is dropped)."""
         for one in shown:
             if one.gap is not None:
-                self.standing = False
+                if self.brief:
+                    self.standing = False
+                self.brief = True
             elif one.item is not None:
                 self.picked.pop(one.item.pos, None)
         self.gaps = self._regap() if self.standing else []
