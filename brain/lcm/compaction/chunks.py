@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from brain.config import CompactionConfig
-from brain.lcm.context import Item
+from brain.lcm.context import MESSAGE_UNITS, Item
 from brain.lcm.pairing import calls_answered_after
 from brain.store.connection import Store
 
@@ -41,19 +41,22 @@ def raw_tokens_from(store: Store, conversation_id: int, start: int) -> int:
 
 
 def newest_within(store: Store, conversation_id: int, count: int, cap_tokens: int) -> int:
-    """How many of the newest ``count`` raw items (up to the newest summary) fit
+    """How much of a fresh tail of ``count`` (in ``MESSAGE_UNITS``, as ``tail_start``
+    counts it) the newest raw items (up to the newest summary) make within
     ``cap_tokens``."""
     total = kept = 0
-    for message_id, tokens in store.execute(
-        "SELECT message_id, token_count FROM context_items WHERE conversation_id = ? "
-        "ORDER BY pos DESC LIMIT ?",
+    for message_id, tokens, units in store.execute(
+        # A constant fragment, no input in it.
+        f"SELECT c.message_id, c.token_count, {MESSAGE_UNITS} FROM context_items c "  # noqa: S608
+        "LEFT JOIN messages m ON m.id = c.message_id WHERE c.conversation_id = ? "
+        "ORDER BY c.pos DESC LIMIT ?",
         (conversation_id, count),
     ):
         total += int(tokens)
         if message_id is None or total > cap_tokens:
             break
-        kept += 1
-    return kept
+        kept += int(units)
+    return min(kept, count)
 
 
 def summary_tokens(store: Store, conversation_id: int) -> int:
