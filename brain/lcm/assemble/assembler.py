@@ -19,7 +19,7 @@ from brain.lcm.assemble.fit import drop_rank, pick, split
 from brain.lcm.assemble.model import Assembled, AssembleOptions, empty
 from brain.lcm.assemble.recall import recall_cost, with_recall
 from brain.lcm.assemble.tools import paired
-from brain.lcm.assemble.view import Views, ensure_entries, key
+from brain.lcm.assemble.view import Stubs, Views, ensure_entries, key, shown_cost, stub_count
 from brain.lcm.budgets import follow, follow_due, sizes
 from brain.lcm.context import Conversation, Item, conversation, conversation_by_id, mark_flushed
 from brain.lcm.render import render_anthropic, render_openai
@@ -76,23 +76,20 @@ class Assembler:
         parts = split(store, conv, view, options, self.config.fresh_tail_count)
         tail, pinned = parts.tail, parts.pinned
         pinned_cost = sum(i.token_count for i in pinned)
-        tail_cost = sum(
-            view.entries[key(i)].stub_cost if parts.tail_stubs.get(i.pos) else i.token_count
-            for i in tail
-        )
+        tail_cost = sum(shown_cost(view, i, parts.tail_stubs.get(i.pos, 0)) for i in tail)
         room = options.budget - tail_cost - pinned_cost
         recall = recall_cost(options.recall_block, room)
         room -= recall
         # A cut tail leaves no room for anything older (and a gap would mislead).
-        picked: dict[int, bool] = {}
+        picked: dict[int, Stubs] = {}
         if not parts.shed:
             summaries = [view.items[i] for i in view.summary_indices if i < parts.cut]
             picked = pick(store, view, summaries, parts.prefix, room, options)
         # System messages first (OpenAI wants them there; Anthropic takes them
         # out into ``system`` wherever they are).
-        chosen = [(i, False) for i in pinned]
+        chosen: list[tuple[Item, Stubs]] = [(i, 0) for i in pinned]
         chosen += [(i, picked[i.pos]) for i in parts.prefix if i.pos in picked]
-        chosen += [(i, parts.tail_stubs.get(i.pos, False)) for i in tail]
+        chosen += [(i, parts.tail_stubs.get(i.pos, 0)) for i in tail]
         kept = len(pinned) + len(tail)  # never given up: the pinned and the tail
         ensure_entries(store, view, [i for i, _ in chosen])
         turns, report, tokens = paired(store, conv.id, view, chosen)
@@ -110,7 +107,7 @@ class Assembler:
                 chosen[len(pinned) : len(chosen) - len(tail)], key=lambda c: drop_rank(c[0])
             ):
                 drop.add(item.pos)
-                over -= view.entries[key(item)].stub_cost if stubbed else item.token_count
+                over -= shown_cost(view, item, stubbed)
                 if over <= 0:
                     break
             chosen = [c for c in chosen if c[0].pos not in drop]
@@ -146,7 +143,7 @@ class Assembler:
                 "messages": len(view.items) - len(chosen) - (summaries_all - summaries_in),
             },
             pairing=asdict(report),
-            stubbed=sum(1 for _, s in chosen if s),
+            stubbed=sum(stub_count(s) for _, s in chosen),  # results, not messages
             context_tokens=conv.context_tokens,
             flush_recommended=flush,
             recall_tokens=recall,

@@ -12,7 +12,7 @@ properties over generated tool conversations).
 
 from __future__ import annotations
 
-from brain.lcm.assemble.view import View, key
+from brain.lcm.assemble.view import Stubs, View, key, shown_cost
 from brain.lcm.context import Item
 from brain.lcm.pairing import results_of_calls
 from brain.lcm.render import (
@@ -27,18 +27,18 @@ from brain.store.connection import Store
 
 
 def paired(
-    store: Store, conversation_id: int, view: View, chosen: list[tuple[Item, bool]]
+    store: Store, conversation_id: int, view: View, chosen: list[tuple[Item, Stubs]]
 ) -> tuple[list[Turn], PairingReport, int]:
-    """The chosen items' turns (item, shown as a stub) with tool calls and results paired,
-    and their cost."""
+    """The chosen items' turns (item, the results shown as stubs) with tool calls and
+    results paired, and their cost."""
     turns: list[Turn] = []
     cost_of: dict[int, int] = {}
     shown: set[int] = set()  # seqs of the messages chosen
     for item, stubbed in chosen:
         entry = view.entries[key(item)]
-        turn = entry.stub if stubbed and entry.stub is not None else entry.turn
+        turn = entry.shown(stubbed)
         turns.append(turn)
-        cost_of[id(turn)] = entry.stub_cost if stubbed else item.token_count
+        cost_of[id(turn)] = shown_cost(view, item, stubbed)
         if item.is_message:
             shown.add(turn.seq)
     # One match serves both the store lookup and the pairing itself.
