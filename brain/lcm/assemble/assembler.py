@@ -18,8 +18,8 @@ from brain.errors import NotFound
 from brain.lcm.assemble.fit import drop_rank, pick, split
 from brain.lcm.assemble.model import Assembled, AssembleOptions, empty
 from brain.lcm.assemble.recall import recall_cost, with_recall
-from brain.lcm.assemble.tools import paired
-from brain.lcm.assemble.view import Stubs, Views, ensure_entries, key, shown_cost, stub_count
+from brain.lcm.assemble.tools import paired, shown_stubs
+from brain.lcm.assemble.view import Stubs, Views, ensure_entries, key, shown_cost
 from brain.lcm.budgets import follow, follow_due, sizes
 from brain.lcm.context import Conversation, Item, conversation, conversation_by_id, mark_flushed
 from brain.lcm.render import render_anthropic, render_openai
@@ -143,7 +143,7 @@ class Assembler:
                 "messages": len(view.items) - len(chosen) - (summaries_all - summaries_in),
             },
             pairing=asdict(report),
-            stubbed=sum(stub_count(s) for _, s in chosen),  # results, not messages
+            stubbed=shown_stubs(view, chosen, turns),
             context_tokens=conv.context_tokens,
             flush_recommended=flush,
             recall_tokens=recall,

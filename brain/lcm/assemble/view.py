@@ -85,11 +85,6 @@ class Entry:
         return replace(self.turn, blocks=tuple(blocks))
 
 
-def stub_count(stubbed: Stubs) -> int:
-    """How many results ``stubbed`` shows as stubs."""
-    return stubbed.bit_count()
-
-
 @dataclass
 class View:
     """One conversation's context list at a version, with the entries rendered so far."""
