@@ -45,11 +45,11 @@ def paired(
         cost_of[id(turn)] = shown_cost(view, item, stubbed)
         if item.is_message:
             shown.add(turn.seq)
+            # As ingest priced them (``content._content_tokens``): a lone result
+            # costs its message's cost, one of several what its own text does.
+            lone = len(turn.blocks) == 1
             for block in turn.blocks:
                 if block.type == "tool_result":
-                    # As ingest priced it (``content._content_tokens``): a lone
-                    # result its message's cost, one of several its own text's.
-                    lone = len(turn.blocks) == 1
                     result_cost[id(block)] = (
                         cost_of[id(turn)] if lone else message_cost(estimate_tokens(block.text))
                     )
