@@ -20,7 +20,9 @@ Synchronous = Literal["FULL", "NORMAL", "EXTRA"]
 class CompactionConfig:
     """How history is folded into summaries.
 
-    ``fresh_tail_count``: the newest raw messages always kept whole (the tail
+    ``fresh_tail_count``: the newest raw messages always kept whole, counted as
+    OpenAI sends them (``context.MESSAGE_UNITS``: parallel tool results in one
+    user turn count one each), so either shape keeps the same tail (the tail
     also stretches back to the newest user message and to the calls of any
     tool results in it). ``leaf_chunk_tokens``: most raw tokens one leaf
     summary covers. ``threshold_tokens``: raw tokens outside the tail that

@@ -33,7 +33,7 @@ import orjson
 
 from brain import clock
 from brain.errors import InvalidInput
-from brain.tokens import estimate_tokens, name_tokens
+from brain.tokens import MESSAGE_OVERHEAD, estimate_tokens, name_tokens
 
 Role = Literal["user", "assistant", "system", "tool"]
 PartKind = Literal["text", "tool_call", "tool_result", "reasoning", "image", "file", "other"]
@@ -155,6 +155,25 @@ class Normalized:
         return [p.payload for p in self.parts if p.payload is not None]
 
 
+def _content_tokens(content: str, results: list[str], others: list[str]) -> int:
+    """What a message's content costs: ``content``'s estimate, but a message holding
+    tool_result blocks costs what the same results cost as OpenAI ``tool`` messages,
+    one message each (their text and ``MESSAGE_OVERHEAD`` apiece), plus the rest
+    as one more message.
+
+    The same conversation then costs the same in either shape: an Anthropic user
+    turn holding two results is priced as the two tool messages OpenAI sends
+    for it, so a budget takes or gives up the same history whichever shape
+    the host ingests (and the costlier shape is the one counted: OpenAI output
+    does send them as separate messages).
+    """
+    if not results:
+        return estimate_tokens(content)
+    units = len(results) + (1 if others else 0)
+    rest = estimate_tokens("\n".join(others)) if others else 0
+    return sum(estimate_tokens(r) for r in results) + rest + MESSAGE_OVERHEAD * (units - 1)
+
+
 def new_file_id() -> str:
     """A fresh payload file id: ``file_`` + 16 hex characters, never from input."""
     return "file_" + secrets.token_hex(8)
@@ -169,6 +188,8 @@ def normalize(
     created_at = normalize_time(msg.created_at, f"{where}.created_at", now)
     parts: list[Part] = []
     texts: list[str] = []
+    results: list[str] = []  # the text of each tool_result block (blocks content)
+    others: list[str] = []  # the text of every other block
     extra = dict(msg.extra or {})
     role = STORED_ROLE.get(msg.role, msg.role)
     if role != msg.role:
@@ -204,6 +225,10 @@ def normalize(
         for i, block in enumerate(msg.content):
             part, text = _block_part(block, f"{where}.content[{i}]", large_tokens)
             parts.append(part)
+            if part.kind == "tool_result":
+                results.append(text)
+            elif text:
+                others.append(text)
             if text:
                 texts.append(text)
             if part.payload is None and block.get("type") in SERVER_BLOCKS:
@@ -217,8 +242,10 @@ def normalize(
         part, text = _openai_tool_call(call, f"{where}.tool_calls[{i}]", large_tokens)
         parts.append(part)
         texts.append(text)
+        others.append(text)
     # ``restore`` gives these fields back from ``extra``; render shows them.
     texts.extend(said)
+    others.extend(said)
 
     content = "\n".join(texts)
     speaker_name = msg.name if role in SPEAKER_ROLES else None
@@ -229,7 +256,7 @@ def normalize(
         content_shape=shape,
         # The speaker's name is shown with the message (OpenAI ``name``, or a
         # ``Name: `` prefix), so it is part of what the message costs.
-        token_count=estimate_tokens(content) + bulk + name_tokens(speaker_name),
+        token_count=_content_tokens(content, results, others) + bulk + name_tokens(speaker_name),
         created_at=created_at,
         client_id=msg.client_id,
         replay_hash=replay_hash(msg),

@@ -161,14 +161,15 @@ def items(store: Store, conversation_id: int, after_pos: int = 0) -> list[Item]:
 def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
     """The first message seq of the protected fresh tail (``max_seq + 1`` when empty).
 
-    The newest ``fresh_tail_count`` messages, stretched back so that the newest
+    The newest ``fresh_tail_count`` messages (counted as OpenAI sends them:
+    ``MESSAGE_UNITS``), stretched back so that the newest
     user message (one that is not only tool results) and the calls of every
     tool result in the tail are in it, then moved forward past any summary
     (the tail holds raw messages only).
     """
     if conv.max_seq == 0:
         return 1
-    start = max(1, conv.max_seq - max(fresh_tail_count, 1) + 1)
+    start = _newest_units(store, conv.id, max(fresh_tail_count, 1))
     # The newest message from the user, not an Anthropic-shaped tool result
     # (a user message holding only tool_result blocks): in a long tool loop
     # those would keep the user's actual request out of the tail.
@@ -201,6 +202,36 @@ def tail_start(store: Store, conv: Conversation, fresh_tail_count: int) -> int:
     )
     if covered is not None:
         start = int(covered) + 1
+    return start
+
+
+MESSAGE_UNITS: Final = (
+    "max(1, (SELECT count(*) FROM message_parts p WHERE p.message_id = m.id "
+    "AND p.kind = 'tool_result' AND p.origin = 'content') "
+    "+ EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = m.id "
+    "AND (p.kind <> 'tool_result' OR p.origin <> 'content')))"
+)
+"""How many messages a stored message ``m`` is in OpenAI shape: one per tool_result
+block it holds (each is its own ``tool`` message there) and one for the rest, at
+least one. The fresh tail is counted in these, so one conversation keeps the
+same tail whichever shape it was ingested in: an Anthropic user turn holding
+two results is the two tool messages the OpenAI shape stores for it."""
+
+
+def _newest_units(store: Store, conversation_id: int, count: int) -> int:
+    """The seq from which the newest messages make ``count`` ``MESSAGE_UNITS`` (or all)."""
+    start = 1
+    total = 0
+    # Every message is at least one unit: the newest ``count`` messages are enough.
+    for seq, units in store.execute(
+        f"SELECT m.seq, {MESSAGE_UNITS} FROM messages m WHERE m.conversation_id = ? "  # noqa: S608
+        "ORDER BY m.seq DESC LIMIT ?",
+        (conversation_id, count),
+    ):
+        start = int(seq)
+        total += int(units)
+        if total >= count:
+            break
     return start
 
 

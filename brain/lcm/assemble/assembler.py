@@ -19,8 +19,8 @@ from brain.lcm.assemble.fit import drop_rank, pick, split
 from brain.lcm.assemble.history import Plan, Shown, plan
 from brain.lcm.assemble.model import Assembled, AssembleOptions, empty
 from brain.lcm.assemble.recall import recall_cost, with_recall
-from brain.lcm.assemble.tools import paired
-from brain.lcm.assemble.view import View, Views, ensure_entries, key
+from brain.lcm.assemble.tools import paired, shown_stubs
+from brain.lcm.assemble.view import Stubs, View, Views, ensure_entries, key, shown_cost
 from brain.lcm.budgets import follow, follow_due, sizes
 from brain.lcm.context import Conversation, Item, conversation, conversation_by_id, mark_flushed
 from brain.lcm.render import PairingReport, Turn, render_anthropic, render_openai
@@ -77,26 +77,22 @@ class Assembler:
         parts = split(store, conv, view, options, self.config.fresh_tail_count)
         tail, pinned = parts.tail, parts.pinned
         pinned_cost = sum(i.token_count for i in pinned)
-        tail_cost = sum(
-            view.entries[key(i)].stub_cost if parts.tail_stubs.get(i.pos) else i.token_count
-            for i in tail
-        )
+        tail_cost = sum(shown_cost(view, i, parts.tail_stubs.get(i.pos, 0)) for i in tail)
         room = options.budget - tail_cost - pinned_cost
         recall = recall_cost(options.recall_block, room)
         room -= recall
         # A cut tail leaves no room for older detail; a stand-in may still say what is
         # left out before it.
         prefix = parts.prefix + [i for i in parts.shed if i.pos not in view.system_positions]
-        picked: dict[int, bool] = {}
+        picked: dict[int, Stubs] = {}
         if not parts.shed:
             summaries = [view.items[i] for i in view.summary_indices if i < parts.cut]
             picked = pick(store, view, summaries, parts.prefix, room, options)
-        stub_costs = {p: view.entries[key(i)].stub_cost for i in prefix if picked.get(p := i.pos)}
-        history = plan(store, view, conv.session, prefix, picked, room, options, stub_costs)
+        history = plan(store, view, conv.session, prefix, picked, room, options)
         # System messages first (OpenAI wants them there; Anthropic takes them
         # out into ``system`` wherever they are).
         head = [Shown(i) for i in pinned]
-        tail_shown = [Shown(i, parts.tail_stubs.get(i.pos, False)) for i in tail]
+        tail_shown = [Shown(i, parts.tail_stubs.get(i.pos, 0)) for i in tail]
         chosen, turns, report, tokens = _fit(
             store, conv.id, view, (head, history, tail_shown), options.budget - recall
         )
@@ -137,7 +133,7 @@ class Assembler:
                 "messages": sum(1 for i in dropped if i.is_message),
             },
             pairing=asdict(report),
-            stubbed=sum(1 for s in chosen if s.stubbed),
+            stubbed=shown_stubs(view, chosen, turns),
             context_tokens=conv.context_tokens,
             flush_recommended=flush,
             recall_tokens=recall,
@@ -178,9 +174,10 @@ class Assembler:
 
 def _cost(view: View, shown: Shown) -> int:
     """What ``shown`` costs in the context."""
-    if shown.stubbed and shown.item is not None:
-        return view.entries[key(shown.item)].stub_cost
-    return shown.cost
+    if shown.gap is not None:
+        return shown.gap.cost
+    assert shown.item is not None
+    return shown_cost(view, shown.item, shown.stubs)
 
 
 def _give_up_rank(shown: Shown) -> tuple[int, int, int]:

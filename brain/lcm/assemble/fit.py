@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from brain.lcm.assemble.model import AssembleOptions
-from brain.lcm.assemble.view import View, ensure_entries, entry, key
+from brain.lcm.assemble.view import Stubs, View, ensure_entries, entry, key
 from brain.lcm.context import Conversation, Item, tail_start
 from brain.lcm.pairing import answered_messages
 from brain.store.connection import Store
@@ -32,8 +32,8 @@ class Split:
     cut: int
     """The tail's index in the view."""
     tail: list[Item]
-    tail_stubs: dict[int, bool]
-    """Tail positions shown as stubs."""
+    tail_stubs: dict[int, Stubs]
+    """Tail positions with results shown as stubs: which results (``view.Stubs``)."""
     pinned: list[Item]
     """System messages: always shown, first."""
     prefix: list[Item]
@@ -82,9 +82,10 @@ def pick(
     prefix: list[Item],
     room: int,
     options: AssembleOptions,
-) -> dict[int, bool]:
+) -> dict[int, Stubs]:
     """What of ``prefix`` (the history before the tail, system messages aside; its
-    ``summaries`` given apart) fits in ``room``: position -> shown as a stub.
+    ``summaries`` given apart) fits in ``room``: position -> the results shown as
+    stubs (``view.Stubs``; 0: none).
 
     Summaries before raw history: they are compact and cover everything older,
     so they are the last thing to give up. Summaries go in by ``summary_rank``
@@ -95,7 +96,7 @@ def pick(
     without a gap). Costs come from the items themselves; a rendered entry is
     needed only to price a stub, so a cold call loads just what it shows.
     """
-    picked: dict[int, bool] = {}
+    picked: dict[int, Stubs] = {}
     full: int | None = None  # the depth whose run stopped
     for item in sorted(summaries, key=summary_rank):
         if item.depth == full:
@@ -108,12 +109,15 @@ def pick(
     for item in reversed(prefix):
         if not item.is_message:
             continue
-        stubbed = False
+        stubbed = 0
         cost = item.token_count
         if options.stubs and cost > options.stub_tokens:
-            rendered = entry(store, view, item)
-            if rendered.stub is not None and rendered.stub_cost < cost:
-                stubbed, cost = True, rendered.stub_cost
+            # Each result above ``stub_tokens`` by itself (as its own message: the
+            # same test in either shape), not the message holding several.
+            for stub in entry(store, view, item).stubs:
+                if stub.cost > options.stub_tokens:
+                    stubbed |= 1 << stub.index
+                    cost -= stub.saved
         if cost > room:
             break
         picked[item.pos] = stubbed
@@ -128,13 +132,14 @@ def fit_tail(
     tail: list[Item],
     budget: int,
     pinned: list[Item],
-) -> tuple[list[Item], dict[int, bool], list[Item]]:
+) -> tuple[list[Item], dict[int, Stubs], list[Item]]:
     """The fresh tail made to fit ``budget`` beside ``pinned``: (kept, pos -> stubbed, cut).
 
     A tail that fits comes back whole.
 
-    First the tail's large tool results become stubs (oldest first, until it
-    fits: a stub names the message ``describe`` recovers); then the tail is
+    First the tail's large tool results become stubs (oldest first, result by
+    result, until it fits: a stub names the message ``describe`` recovers, and
+    which of its blocks when it holds several); then the tail is
     cut from its oldest end, never past the newest user turn (which must
     stay) and never between a tool call and a result after the cut. If even
     that does not fit the caller reports ``over_budget``.
@@ -145,15 +150,19 @@ def fit_tail(
     ensure_entries(store, view, tail)
     entries = [view.entries[key(i)] for i in tail]
     costs = [i.token_count for i in tail]
-    stubbed: dict[int, bool] = {}
+    stubbed: dict[int, Stubs] = {}
     total = sum(costs)
+    # Result by result, not message by message: parallel results in one Anthropic
+    # turn are stubbed one at a time, as the OpenAI shape's tool messages are.
     for n, (item, rendered) in enumerate(zip(tail, entries, strict=True)):
+        for stub in rendered.stubs:
+            if total <= room:
+                break
+            total -= stub.saved
+            costs[n] -= stub.saved
+            stubbed[item.pos] = stubbed.get(item.pos, 0) | 1 << stub.index
         if total <= room:
             break
-        if rendered.stub is not None and rendered.stub_cost < costs[n]:
-            total -= costs[n] - rendered.stub_cost
-            costs[n] = rendered.stub_cost
-            stubbed[item.pos] = True
     if total <= room:
         return tail, stubbed, []
     # What must stay: the newest user turn and everything after it.

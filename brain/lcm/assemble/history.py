@@ -32,7 +32,7 @@ from typing import Final
 
 from brain.lcm.assemble.fit import drop_rank
 from brain.lcm.assemble.model import AssembleOptions
-from brain.lcm.assemble.view import View, ensure_entries, key
+from brain.lcm.assemble.view import Stubs, View, ensure_entries, key, shown_cost
 from brain.lcm.context import Item
 from brain.lcm.ids import public_message_id
 from brain.lcm.render import Block, Turn, turn_tokens
@@ -59,20 +59,12 @@ class Gap:
 
 @dataclass(frozen=True, slots=True)
 class Shown:
-    """One thing shown before the tail: an item (a context item, or a source of an
-    expanded summary), as a stub or not, or a stand-in (``gap``)."""
+    """One thing shown: an item (a context item, or a source of an expanded summary)
+    with the tool results ``stubs`` names shown as stubs, or a stand-in (``gap``)."""
 
     item: Item | None
-    stubbed: bool = False
+    stubs: Stubs = 0
     gap: Gap | None = None
-
-    @property
-    def cost(self) -> int:
-        """What it costs in the context (a stub's cost is the assembler's to look up)."""
-        if self.gap is not None:
-            return self.gap.cost
-        assert self.item is not None
-        return self.item.token_count
 
 
 @dataclass
@@ -80,14 +72,14 @@ class Plan:
     """What is shown of the history before the tail, and how it can be made coarser."""
 
     prefix: list[Item]
-    picked: dict[int, bool]
-    """Positions of ``prefix`` items shown -> shown as a stub."""
+    picked: dict[int, Stubs]
+    """Positions of ``prefix`` items shown -> the results shown as stubs."""
     gaps: list[Gap]
     expanded: list[Item] = field(default_factory=list)
     """Summaries shown as their sources, in the order they were expanded."""
     sources: dict[tuple[str, int], list[Item]] = field(default_factory=dict)
-    stubs: dict[tuple[str, int], bool] = field(default_factory=dict)
-    """Sources of expanded summaries shown as stubs (by entry key)."""
+    stubs: dict[tuple[str, int], Stubs] = field(default_factory=dict)
+    """The results of expanded summaries' sources shown as stubs (by entry key)."""
     standing: bool = True
     """Whether left-out runs get stand-ins (False once a stand-in had to go)."""
     brief: bool = False
@@ -109,14 +101,14 @@ class Plan:
                 for source in self.sources[k]:
                     emit(source)
             else:
-                out.append(Shown(item, self.stubs.get(k, False)))
+                out.append(Shown(item, self.stubs.get(k, 0)))
 
         for item in self.prefix:
             if item.pos in gap_at:
                 out.append(Shown(None, gap=gap_at[item.pos]))
             elif item.pos in self.picked and item.pos not in in_gap:
                 if self.picked[item.pos]:
-                    out.append(Shown(item, True))
+                    out.append(Shown(item, self.picked[item.pos]))
                 else:
                     emit(item)
         return out
@@ -159,21 +151,19 @@ def plan(
     view: View,
     session: str,
     prefix: list[Item],
-    picked: dict[int, bool],
+    picked: dict[int, Stubs],
     room: int,
     options: AssembleOptions,
-    stub_cost: dict[int, int],
 ) -> Plan:
     """``picked`` (``fit.pick``'s choice of ``prefix`` in ``room``) made whole and full.
 
-    ``stub_cost``: the cost of each item ``picked`` shows as a stub. ``picked`` is
-    not changed; the plan keeps its own copy.
+    ``picked`` is not changed; the plan keeps its own copy.
     """
     result = Plan(prefix, dict(picked), [], _store=store, _session=session)
     chosen = result.picked
 
     def cost_of(item: Item) -> int:
-        return stub_cost[item.pos] if chosen.get(item.pos) else item.token_count
+        return shown_cost(view, item, chosen.get(item.pos, 0))
 
     used = sum(cost_of(i) for i in prefix if i.pos in chosen)
     result.gaps = result._regap()
@@ -194,7 +184,7 @@ def plan(
     return result
 
 
-def _runs(prefix: list[Item], chosen: dict[int, bool]) -> list[list[Item]]:
+def _runs(prefix: list[Item], chosen: dict[int, Stubs]) -> list[list[Item]]:
     """The runs of ``prefix`` left out of ``chosen``, in order."""
     runs: list[list[Item]] = []
     for n, item in enumerate(prefix):
@@ -259,14 +249,19 @@ def _expand(store: Store, view: View, result: Plan, left: int, options: Assemble
         sources = _sources(store, view, item)
         if sources is None:
             continue
-        stubs: dict[tuple[str, int], bool] = {}
+        stubs: dict[tuple[str, int], Stubs] = {}
         cost = 0
         for source in sources:
             price = source.token_count
             if source.is_message and options.stubs and price > options.stub_tokens:
-                entry = view.entries[key(source)]
-                if entry.stub is not None and entry.stub_cost < price:
-                    stubs[key(source)], price = True, entry.stub_cost
+                # As ``fit.pick`` stubs raw history: each result over ``stub_tokens``.
+                mask = 0
+                for stub in view.entries[key(source)].stubs:
+                    if stub.cost > options.stub_tokens:
+                        mask |= 1 << stub.index
+                        price -= stub.saved
+                if mask:
+                    stubs[key(source)] = mask
             cost += price
         if cost - item.token_count > left:
             continue

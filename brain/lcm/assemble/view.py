@@ -5,9 +5,11 @@ A view is revalidated by the conversation's ``context_version`` (any process's
 commit bumps it); appends since it was built are fetched incrementally, and a
 compaction or suppression (the epochs) rebuilds it, keeping the rendered
 messages (a message never changes). Entries are rendered only when an item is
-shown or a stub must be priced. Tested through ``Brain.assemble`` in
-tests/brain/lcm/assemble/test_assembler.py (its cache tests compare a warm engine with a
-cold one after appends, compactions and other engines' commits).
+shown or a stub must be priced; an entry offers a stub for each of its tool
+results (``Stub``), so a message holding several is stubbed result by result.
+Tested through ``Brain.assemble`` in tests/brain/lcm/assemble/test_assembler.py (its
+cache tests compare a warm engine with a cold one after appends, compactions and
+other engines' commits).
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ import orjson
 from brain.lcm.context import Conversation, Item, items
 from brain.lcm.dag import Summary, load_summaries, summary_xml, withheld_xml
 from brain.lcm.messages import StoredMessage, load_messages
-from brain.lcm.render import STUB_PREFIX, Turn, stub_text, summary_turn, turn_from_message
+from brain.lcm.render import (
+    STUB_PREFIX,
+    Block,
+    Turn,
+    stub_text,
+    summary_turn,
+    turn_from_message,
+)
 from brain.store.connection import Store
 from brain.tokens import estimate_tokens, message_cost
 
@@ -31,14 +40,49 @@ _VIEW_LIMIT: Final = 64  # conversations whose views stay cached
 _ENTRY_BATCH: Final = 256  # entries loaded at once while walking back for stubs
 
 
+Stubs = int
+"""Which tool results of a message are shown as stubs: bit ``n`` set stubs the result
+at ``turn.blocks[n]`` (0: none; ``True``, bit 0, stubs a lone result)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stub:
+    """One tool result of a message that can be shown as a one-line stub.
+
+    Stubs are per result, not per message, and priced as the result alone: an
+    Anthropic user turn holding two results offers two stubs, each costing and
+    saving what stubbing the same result saves in OpenAI shape (where it is a
+    ``tool`` message of its own), so budgets make the same choice in both shapes.
+    """
+
+    index: int
+    """The result's index in the entry's ``turn.blocks``."""
+    block: Block
+    """The stub shown in its place."""
+    cost: int
+    """What the result costs shown whole, as its own message."""
+    saved: int
+    """What showing the stub instead saves (always > 0: a stub costing as much is not offered)."""
+
+
 @dataclass
 class Entry:
     """A cached rendering of one context item."""
 
     turn: Turn
-    stub: Turn | None = None  # a stub stand-in for a large tool result
-    stub_cost: int = 0
+    stubs: tuple[Stub, ...] = ()
+    """The tool results that can be shown as stubs, in block order."""
     withheld: bool = False  # a placeholder for a withheld summary
+
+    def shown(self, stubbed: Stubs) -> Turn:
+        """The turn with the results ``stubbed`` names shown as their stubs."""
+        if not stubbed:
+            return self.turn
+        blocks = list(self.turn.blocks)
+        for stub in self.stubs:
+            if stubbed >> stub.index & 1:
+                blocks[stub.index] = stub.block
+        return replace(self.turn, blocks=tuple(blocks))
 
 
 @dataclass
@@ -114,6 +158,15 @@ def key(item: Item) -> tuple[str, int]:
     return ("m", item.message_id) if item.message_id else ("s", int(item.summary_id or 0))
 
 
+def shown_cost(view: View, item: Item, stubbed: Stubs) -> int:
+    """What ``item`` costs with the results ``stubbed`` names shown as stubs (its entry
+    must be rendered when some are: pricing one is what renders it)."""
+    if not stubbed:
+        return item.token_count
+    stubs = view.entries[key(item)].stubs
+    return item.token_count - sum(s.saved for s in stubs if stubbed >> s.index & 1)
+
+
 def entry(store: Store, view: View, item: Item) -> Entry:
     """The rendered entry of one item, loading it (and a batch before it) if needed."""
     found = key(item)
@@ -158,16 +211,37 @@ def _load_view(store: Store, conv: Conversation, old_view: View | None) -> View:
 
 def _message_entry(msg: StoredMessage) -> Entry:
     turn = turn_from_message(msg)
-    found = Entry(turn)
-    results = [b for b in turn.blocks if b.type == "tool_result"]
-    if len(results) == 1 and len(turn.blocks) == 1 and not results[0].text.startswith(STUB_PREFIX):
-        # A lone tool result can stand in as a stub; describe(msg id) recovers it.
-        # One kept in a payload file already is a stub (naming the file, with the
-        # output's real size): a stub of that stub would only hide both.
-        stub = stub_text(msg.id, results[0].name, len(results[0].text.encode()), None)
-        found.stub = Turn(turn.role, (replace(results[0], text=stub),), turn.source, turn.seq)
-        found.stub_cost = message_cost(estimate_tokens(stub))
-    return found
+    # Where each content block's result is in the message as sent (describe shows
+    # ``message.content``): the n-th tool_result block of the turn is the n-th
+    # tool_result among the content parts (render makes one block of each).
+    content = [p for p in msg.parts if p.origin == "content"]
+    places = iter([n for n, p in enumerate(content) if p.kind == "tool_result"])
+    lone = len(turn.blocks) == 1
+    stubs: list[Stub] = []
+    for index, block in enumerate(turn.blocks):
+        if block.type != "tool_result":
+            continue
+        place = next(places, None) if content else None
+        if block.text.startswith(STUB_PREFIX):
+            # Kept in a payload file: already a stub (naming the file, with the
+            # output's real size); a stub of that stub would only hide both.
+            continue
+        # describe(msg id) recovers the result; in a message holding more than
+        # this block the stub also says which one (``content[n]``).
+        text = stub_text(
+            msg.id,
+            block.name,
+            len(block.text.encode()),
+            None,
+            block=None if lone or len(content) < 2 else place,
+        )
+        # A lone result costs what its message does; one of several costs what it
+        # would as its own message (as ingest prices it: ``content._content_tokens``).
+        cost = message_cost(msg.token_count if lone else estimate_tokens(block.text))
+        saved = cost - message_cost(estimate_tokens(text))
+        if saved > 0:
+            stubs.append(Stub(index, replace(block, text=text), cost, saved))
+    return Entry(turn, tuple(stubs))
 
 
 def _summary_entry(summary: Summary, child_ids: Sequence[str]) -> Entry:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from brain.config import CompactionConfig
-from brain.lcm.context import Item
+from brain.lcm.context import MESSAGE_UNITS, Item
 from brain.lcm.pairing import calls_answered_after
 from brain.store.connection import Store
 
@@ -41,19 +41,41 @@ def raw_tokens_from(store: Store, conversation_id: int, start: int) -> int:
 
 
 def newest_within(store: Store, conversation_id: int, count: int, cap_tokens: int) -> int:
-    """How many of the newest ``count`` raw items (up to the newest summary) fit
-    ``cap_tokens``."""
+    """How much of a fresh tail of ``count`` (in ``MESSAGE_UNITS``, as ``tail_start``
+    counts it) the newest raw items (up to the newest summary) make within
+    ``cap_tokens``.
+
+    A run of OpenAI ``tool`` messages fits or not as a whole, as the one Anthropic
+    user turn holding the same results does: keeping only its newest result
+    would stretch the tail back to the results' call anyway (``tail_start``),
+    bringing in the rest whatever they cost, so the two shapes would keep
+    different tails.
+    """
     total = kept = 0
-    for message_id, tokens in store.execute(
-        "SELECT message_id, token_count FROM context_items WHERE conversation_id = ? "
-        "ORDER BY pos DESC LIMIT ?",
+    run_tokens = run_units = 0  # the run of tool messages being read
+    for message_id, role, tokens, units in store.execute(
+        # A constant fragment, no input in it.
+        f"SELECT c.message_id, m.role, c.token_count, {MESSAGE_UNITS} "  # noqa: S608
+        "FROM context_items c LEFT JOIN messages m ON m.id = c.message_id "
+        "WHERE c.conversation_id = ? ORDER BY c.pos DESC LIMIT ?",
         (conversation_id, count),
     ):
+        if message_id is not None and role == "tool":
+            run_tokens += int(tokens)
+            run_units += int(units)
+            continue
+        total += run_tokens
+        if total > cap_tokens:
+            return min(kept, count)
+        kept += run_units
+        run_tokens = run_units = 0
         total += int(tokens)
         if message_id is None or total > cap_tokens:
-            break
-        kept += 1
-    return kept
+            return min(kept, count)
+        kept += int(units)
+    if total + run_tokens <= cap_tokens:
+        kept += run_units
+    return min(kept, count)
 
 
 def summary_tokens(store: Store, conversation_id: int) -> int:

@@ -126,7 +126,8 @@ def pair_tools(
 
 # The header stub_text writes; what follows it is the disambiguator.
 _STUB: Final = re.compile(
-    r"\[Tool Output: (?P<id>.+?)(?: \| tool=(?P<tool>.*?))? \| (?P<size>\d+) bytes\](?: .*)?"
+    r"\[Tool Output: (?P<id>.+?)(?: \| content\[(?P<block>\d+)\])?(?: \| tool=(?P<tool>.*?))?"
+    r" \| (?P<size>\d+) bytes\](?: .*)?"
 )
 
 
@@ -162,7 +163,10 @@ def _refine(result: Block, call: Block) -> Block:
     if found is None:
         return result
     name = result.name or call.name
-    text = stub_text(found["id"], found["tool"] or name, int(found["size"]), call.arguments)
+    block = int(found["block"]) if found["block"] is not None else None
+    text = stub_text(
+        found["id"], found["tool"] or name, int(found["size"]), call.arguments, block=block
+    )
     if name == result.name and text == result.text:
         return result
     return replace(result, text=text, name=name)

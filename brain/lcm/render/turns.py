@@ -128,17 +128,26 @@ def summary_turn(summary_id: str, xml: str, seq: int) -> Turn:
 
 
 def stub_text(
-    file_id_or_msg_id: str, tool: str | None, size_bytes: int, call_arguments: str | None
+    file_id_or_msg_id: str,
+    tool: str | None,
+    size_bytes: int,
+    call_arguments: str | None,
+    *,
+    block: int | None = None,
 ) -> str:
     """A one-line stand-in for a tool output the context leaves out.
 
     ``[Tool Output: ID | tool=NAME | N bytes] HINT`` where HINT says what the
     call was about: the first of path, file_path, filename, command, cmd,
     pattern, query or url among the call's JSON arguments, on one line and
-    cut to about 120 characters (nothing when there is none).
+    cut to about 120 characters (nothing when there is none). ``block``: for a
+    message holding more than the result, which of its content blocks it is
+    (``[Tool Output: ID | content[N] | ...]``: ``describe(ID)`` shows the message
+    as sent, and the result is its ``content[N]``).
     """
+    block_part = f" | content[{block}]" if block is not None else ""
     tool_part = f" | tool={tool}" if tool else ""
-    head = f"{STUB_PREFIX}{file_id_or_msg_id}{tool_part} | {size_bytes} bytes]"
+    head = f"{STUB_PREFIX}{file_id_or_msg_id}{block_part}{tool_part} | {size_bytes} bytes]"
     hint = _hint(call_arguments)
     return f"{head} {hint}" if hint else head
 

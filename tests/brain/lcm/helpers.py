@@ -235,10 +235,12 @@ def assert_invariants(brain: Brain, session: str) -> None:
 def expected_tail_start(brain: Brain, session: str, count: int) -> int:
     """Where the fresh tail should start, worked out in Python from the rule.
 
-    The newest ``count`` messages, stretched back to the newest user message
-    (not one that only carries tool results) and to the call each tool result
-    in the tail answers (the latest call of its id at or before it: ids can be
-    reused), up to 8 times; then moved past every summary reaching into it.
+    The newest ``count`` messages as OpenAI sends them (a message holding
+    tool_result blocks is one message per result, plus one for the rest),
+    stretched back to the newest user message (not one that only carries tool
+    results) and to the call each tool result in the tail answers (the latest
+    call of its id at or before it: ids can be reused), up to 8 times; then
+    moved past every summary reaching into it.
     """
     store = brain.store
     conv = conversation(store, session)
@@ -257,7 +259,23 @@ def expected_tail_start(brain: Brain, session: str, count: int) -> int:
             calls.setdefault(call_id, []).append(seq)
         else:
             results.append((seq, call_id))
-    start = max(1, len(rows) - max(count, 1) + 1)
+    results_in: Counter[int] = Counter()  # seq -> its content tool_result blocks
+    other_in: set[int] = set()  # seqs holding any other part
+    for seq, kind, origin in store.execute(
+        "SELECT m.seq, p.kind, p.origin FROM message_parts p "
+        "JOIN messages m ON m.id = p.message_id WHERE m.conversation_id = ?",
+        (conv.id,),
+    ):
+        if kind == "tool_result" and origin == "content":
+            results_in[seq] += 1
+        else:
+            other_in.add(seq)
+    start, units = len(rows), 0
+    for r in reversed(rows):
+        start = r.seq
+        units += max(1, results_in[r.seq] + (r.seq in other_in))
+        if units >= max(count, 1):
+            break
     human = [r.seq for r in rows if r.human]
     if human:
         start = min(start, human[-1])

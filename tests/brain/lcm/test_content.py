@@ -21,7 +21,7 @@ from brain.lcm.content import (
     restore,
 )
 from brain.payloads.files import FILE_ID_RE
-from brain.tokens import estimate_tokens
+from brain.tokens import estimate_tokens, message_cost
 
 BIG = 1_000_000
 NOW = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
@@ -487,3 +487,18 @@ def test_a_tool_call_of_a_type_brain_does_not_know_is_kept_and_paired_by_its_id(
     ]
     assert n.content == 'lookup({"server":"kb","args":{"q":1}})'
     assert _roundtrip(msg, BIG)["tool_calls"] == [call]
+
+
+def test_a_turn_of_parallel_tool_results_costs_what_they_cost_as_openai_tool_messages() -> None:
+    outputs = ["x" * 1_001, "ok", "y" * 37]
+    blocks = [
+        {"type": "tool_result", "tool_use_id": f"t{n}", "content": text}
+        for n, text in enumerate(outputs)
+    ]
+    anthropic = _norm(MessageIn("user", blocks))
+    openai = [
+        _norm(MessageIn("tool", text, tool_call_id=f"t{n}")) for n, text in enumerate(outputs)
+    ]
+    # Each message costs MESSAGE_OVERHEAD more in a context: one turn of three
+    # results is priced as the three messages OpenAI sends for it.
+    assert message_cost(anthropic.token_count) == sum(message_cost(o.token_count) for o in openai)

@@ -203,6 +203,18 @@ def test_a_stub_result_gets_its_disambiguator_and_tool_from_the_call() -> None:
     assert result.name == "read_file"
 
 
+def test_a_stub_naming_a_block_of_its_message_keeps_the_block_when_given_the_calls_hint() -> None:
+    turns = [
+        _turn("assistant", _call("c1", "read", '{"path": "a.py"}'), _call("c2", "read")),
+        _turn(
+            "user", _result("c1", stub_text("msg_7", None, 30_000, None, block=0)), _result("c2")
+        ),
+    ]
+    out, _ = pair_tools(turns)
+    stub = out[1].blocks[0]
+    assert stub.text == "[Tool Output: msg_7 | content[0] | tool=read | 30000 bytes] a.py"
+
+
 def test_a_result_merely_starting_like_a_stub_keeps_its_text() -> None:
     text = "[Tool Output: not really a stub\nsecond line"
     turns = [

@@ -248,6 +248,12 @@ def test_stub_without_a_tool_name_leaves_the_tool_out() -> None:
     assert stub_text("msg_3", None, 7, None) == "[Tool Output: msg_3 | 7 bytes]"
 
 
+def test_a_stub_of_one_of_several_blocks_names_it_for_describe() -> None:
+    assert stub_text("msg_3", "read", 7, None, block=2) == (
+        "[Tool Output: msg_3 | content[2] | tool=read | 7 bytes]"
+    )
+
+
 def test_stub_disambiguator_is_cut_to_about_120_characters() -> None:
     stub = stub_text("file_1", "bash", 1, orjson.dumps({"command": "x" * 500}).decode())
     hint = stub.split("] ", 1)[1]
