@@ -194,7 +194,7 @@ def normalize(
     role = STORED_ROLE.get(msg.role, msg.role)
     if role != msg.role:
         extra[ROLE_KEY] = msg.role
-    bulk = 0  # tokens a block renders with beyond its flattened text
+    bulk = 0  # tokens blocks render with beyond their flattened text
 
     # What message-level fields say that render shows (``extra_texts``):
     # flattened too, so grep finds it and budgets count it.
@@ -222,21 +222,7 @@ def normalize(
         shape = "blocks"
         if msg.tool_call_id is not None:
             parts.append(Part("tool_result", "message", None, msg.tool_call_id))
-        for i, block in enumerate(msg.content):
-            part, text = _block_part(block, f"{where}.content[{i}]", large_tokens)
-            parts.append(part)
-            if part.kind == "tool_result":
-                results.append(text)
-            elif text:
-                others.append(text)
-            if text:
-                texts.append(text)
-            if part.payload is None and block.get("type") in SERVER_BLOCKS:
-                # Replayed whole in Anthropic output (search results carry
-                # encrypted content): count what is sent, not just the label.
-                bulk += max(
-                    0, estimate_tokens(orjson.dumps(block).decode()) - estimate_tokens(text)
-                )
+        bulk = _blocks(msg.content, where, large_tokens, parts, (texts, results, others))
 
     for i, call in enumerate(msg.tool_calls or ()):
         part, text = _openai_tool_call(call, f"{where}.tool_calls[{i}]", large_tokens)
@@ -263,6 +249,34 @@ def normalize(
         parts=parts,
         extra=orjson.dumps(extra).decode() if extra else None,
     )
+
+
+def _blocks(
+    blocks: list[dict[str, Any]],
+    where: str,
+    large_tokens: int,
+    parts: list[Part],
+    into: tuple[list[str], list[str], list[str]],
+) -> int:
+    """Flatten content blocks: their parts onto ``parts``, their texts onto ``into``
+    (every text, each tool result's, every other block's); returns what they render
+    with beyond their flattened text (tokens)."""
+    texts, results, others = into
+    bulk = 0
+    for i, block in enumerate(blocks):
+        part, text = _block_part(block, f"{where}.content[{i}]", large_tokens)
+        parts.append(part)
+        if part.kind == "tool_result":
+            results.append(text)
+        elif text:
+            others.append(text)
+        if text:
+            texts.append(text)
+        if part.payload is None and block.get("type") in SERVER_BLOCKS:
+            # Replayed whole in Anthropic output (search results carry
+            # encrypted content): count what is sent, not just the label.
+            bulk += max(0, estimate_tokens(orjson.dumps(block).decode()) - estimate_tokens(text))
+    return bulk
 
 
 def _check_no_content(msg: MessageIn, where: str) -> None:

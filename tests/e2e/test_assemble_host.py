@@ -126,9 +126,9 @@ def test_speaker_names_are_kept_in_assemble_grep_expand_query_and_summaries(
         assert "Bob: Friday is too early" in answer
 
         client.call("compact", {"session": "s"})
-        assembled = client.call(
-            "assemble", {"session": "s", "budget": 100_000, "detail": False}
-        )["messages"]
+        assembled = client.call("assemble", {"session": "s", "budget": 100_000, "detail": False})[
+            "messages"
+        ]
         summary = next(m["content"] for m in assembled if str(m["content"]).startswith("<summary"))
         found = re.search(r'<summary id="(sum_[0-9a-f]{16})"', summary)
         assert found is not None
