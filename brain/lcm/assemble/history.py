@@ -167,18 +167,24 @@ def plan(
 
     used = sum(cost_of(i) for i in prefix if i.pos in chosen)
     result.gaps = result._regap()
-    if result.gaps and used + sum(g.cost for g in result.gaps) > room:
-        result.brief = True  # the span alone, before anything shown gives way
-        result.gaps = result._regap()
-    # Stand-ins first: give up picks (raw oldest first, then summaries, the last
-    # taken first) until they fit beside what is left.
-    while result.gaps and used + sum(g.cost for g in result.gaps) > room and chosen:
-        give_up = min((i for i in prefix if i.pos in chosen), key=drop_rank)
-        used -= cost_of(give_up)
-        del chosen[give_up.pos]
-        result.gaps = result._regap()
-    if result.gaps and used + sum(g.cost for g in result.gaps) > room:
-        result.give_up([Shown(None, gap=result.gaps[0])])  # not even stand-ins fit
+
+    def over() -> bool:
+        return bool(result.gaps) and used + sum(g.cost for g in result.gaps) > room
+
+    # Stand-ins first: give up picks (raw oldest first, then summaries, the last taken
+    # first) until they fit beside what is left; when none is left to give up, a brief
+    # stand-in (its span alone); when even that does not fit, none.
+    for brief in (False, True):
+        if brief and over():
+            result.brief = True
+            result.gaps = result._regap()
+        while over() and chosen:
+            give_up = min((i for i in prefix if i.pos in chosen), key=drop_rank)
+            used -= cost_of(give_up)
+            del chosen[give_up.pos]
+            result.gaps = result._regap()
+    if over():
+        result.give_up([Shown(None, gap=result.gaps[0])])
     if options.detail:
         _expand(store, view, result, room - used - sum(g.cost for g in result.gaps), options)
     return result
