@@ -39,6 +39,7 @@ SURFACE = [
     "GrepOptions",
     "GrepScope",
     "HashEmbedder",
+    "HostTurn",
     "IVF",
     "Info",
     "IngestResult",

@@ -31,5 +31,5 @@ def test_a_compaction_through_the_daemon_summarises_in_one_child_process(tmp_pat
             assert report["tokens_after"] < report["tokens_before"]
             summarizers = child_pids(client.proc.pid, "brain.lcm.summary_child")
             assert len(summarizers) == 1  # the same child serves the second session
-        assembled = client.call("assemble", {"session": "a", "budget": 100_000})
+        assembled = client.call("assemble", {"session": "a", "budget": 100_000, "detail": False})
         assert assembled["included"]["summaries"] >= 1

@@ -121,7 +121,9 @@ def test_parallel_anthropic_results_get_a_stub_and_keep_their_history_as_openai_
         # cost (the stub names a different message, and which of its blocks).
         for fmt in ("anthropic", "openai"):
             a, o = seen["anthropic", fmt], seen["openai", fmt]
-            assert a["included"]["summaries"] == o["included"]["summaries"] >= 1
+            assert a["included"]["summaries"] == o["included"]["summaries"]
+            assert a["expanded"] == o["expanded"]  # the same summaries opened into detail
+            assert a["included"]["summaries"] + a["expanded"] >= 1
             assert a["fresh_tail"]["first_seq"] == o["fresh_tail"]["first_seq"]
             assert abs(a["tokens"] - o["tokens"]) <= 5
         # Each stub names what describe needs: the message, and in the Anthropic turn
