@@ -11,11 +11,11 @@ tests/brain/lcm/test_budgets.py.
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from brain.config import CompactionConfig
 from brain.errors import NotFound
-from brain.lcm.assemble.fit import drop_rank, pick, split
+from brain.lcm.assemble.fit import Split, drop_rank, pick, split
 from brain.lcm.assemble.history import Plan, Shown, plan
 from brain.lcm.assemble.model import Assembled, AssembleOptions, empty
 from brain.lcm.assemble.recall import recall_cost, with_recall
@@ -74,29 +74,18 @@ class Assembler:
         self, store: Store, conv: Conversation, options: AssembleOptions, write: WritePath
     ) -> Assembled:
         view = self._views.get(store, conv)
-        parts = split(store, conv, view, options, self.config.fresh_tail_count)
-        tail, pinned = parts.tail, parts.pinned
-        pinned_cost = sum(i.token_count for i in pinned)
-        tail_cost = sum(shown_cost(view, i, parts.tail_stubs.get(i.pos, 0)) for i in tail)
-        room = options.budget - tail_cost - pinned_cost
-        recall = recall_cost(options.recall_block, room)
-        room -= recall
-        # A cut tail leaves no room for older detail; a stand-in may still say what is
-        # left out before it.
-        prefix = parts.prefix + [i for i in parts.shed if i.pos not in view.system_positions]
-        picked: dict[int, Stubs] = {}
-        if not parts.shed:
-            summaries = [view.items[i] for i in view.summary_indices if i < parts.cut]
-            picked = pick(store, view, summaries, parts.prefix, room, options)
-        history = plan(store, view, conv.session, prefix, picked, room, options)
-        # System messages first (OpenAI wants them there; Anthropic takes them
-        # out into ``system`` wherever they are).
-        head = [Shown(i) for i in pinned]
-        tail_shown = [Shown(i, parts.tail_stubs.get(i.pos, 0)) for i in tail]
-        chosen, turns, report, tokens = _fit(
-            store, conv.id, view, (head, history, tail_shown), options.budget - recall
-        )
-        tokens += recall
+        tail_count = self.config.fresh_tail_count
+        got = _select(store, conv, view, options, tail_count, 0)
+        if not got.history.standing:
+            # Pairing made the tail cost more than it was priced at (a stub given its
+            # call's hint) and pushed its stand-in out: fit the tail again, leaving
+            # that much more room, so the history before it is still named.
+            extra = got.tokens - got.recall - got.tail_cost - got.pinned_cost
+            if extra > 0:
+                got = _select(store, conv, view, options, tail_count, extra)
+        parts, history, chosen, turns = got.parts, got.history, got.chosen, got.turns
+        tail, tail_cost, pinned_cost = parts.tail, got.tail_cost, got.pinned_cost
+        report, tokens, recall = got.report, got.tokens, got.recall
         if recall and options.recall_block:
             turns = with_recall(turns, options.recall_block)
 
@@ -185,6 +174,58 @@ def _give_up_rank(shown: Shown) -> tuple[int, int, int]:
     if shown.item is None:
         return (2, 0, 0)
     return drop_rank(shown.item)
+
+
+@dataclass(frozen=True, slots=True)
+class _Selection:
+    """What one pass of ``_select`` chose, paired, and what it costs."""
+
+    parts: Split
+    history: Plan
+    chosen: list[Shown]
+    turns: list[Turn]
+    report: PairingReport
+    tokens: int
+    """The whole context's cost, the recall block's included."""
+    recall: int
+    tail_cost: int
+    pinned_cost: int
+
+
+def _select(
+    store: Store,
+    conv: Conversation,
+    view: View,
+    options: AssembleOptions,
+    tail_count: int,
+    reserve: int,
+) -> _Selection:
+    """Choose what the context shows (``reserve``: more room the tail leaves free)."""
+    parts = split(store, conv, view, options, tail_count, reserve)
+    tail, pinned = parts.tail, parts.pinned
+    pinned_cost = sum(i.token_count for i in pinned)
+    tail_cost = sum(shown_cost(view, i, parts.tail_stubs.get(i.pos, 0)) for i in tail)
+    room = options.budget - tail_cost - pinned_cost
+    recall = recall_cost(options.recall_block, room)
+    room -= recall
+    # A cut tail leaves no room for older detail; a stand-in may still say what is
+    # left out before it.
+    prefix = parts.prefix + [i for i in parts.shed if i.pos not in view.system_positions]
+    picked: dict[int, Stubs] = {}
+    if not parts.shed:
+        summaries = [view.items[i] for i in view.summary_indices if i < parts.cut]
+        picked = pick(store, view, summaries, parts.prefix, room, options)
+    history = plan(store, view, conv.session, prefix, picked, room, options)
+    # System messages first (OpenAI wants them there; Anthropic takes them out into
+    # ``system`` wherever they are).
+    head = [Shown(i) for i in pinned]
+    tail_shown = [Shown(i, parts.tail_stubs.get(i.pos, 0)) for i in tail]
+    chosen, turns, report, tokens = _fit(
+        store, conv.id, view, (head, history, tail_shown), options.budget - recall
+    )
+    return _Selection(
+        parts, history, chosen, turns, report, tokens + recall, recall, tail_cost, pinned_cost
+    )
 
 
 def _fit(

@@ -48,9 +48,11 @@ def split(
     view: View,
     options: AssembleOptions,
     default_tail_count: int,
+    reserve: int = 0,
 ) -> Split:
     """The context list split for ``options`` (``default_tail_count``: the fresh tail's
-    size when the options do not say)."""
+    size when the options do not say; ``reserve``: tokens the tail leaves free, beyond
+    ``GAP_RESERVE``, when history lies before it or it must be cut)."""
     count = options.fresh_tail_count
     start = tail_start(store, conv, default_tail_count if count is None else count)
     cut = bisect.bisect_left(view.positions, start)
@@ -60,13 +62,12 @@ def split(
     # With history before the tail (or a tail that must be cut), room for a stand-in
     # is kept, in case not all of that history can be shown.
     whole = tail
+    kept = GAP_RESERVE + reserve
     tail, tail_stubs, shed = fit_tail(
-        store, conv, view, whole, options.budget - (GAP_RESERVE if prefix else 0), pinned
+        store, conv, view, whole, options.budget - (kept if prefix else 0), pinned
     )
     if shed and not prefix:
-        tail, tail_stubs, shed = fit_tail(
-            store, conv, view, whole, options.budget - GAP_RESERVE, pinned
-        )
+        tail, tail_stubs, shed = fit_tail(store, conv, view, whole, options.budget - kept, pinned)
     if shed:
         # Cut system messages stay pinned; the rest of the cut tail is history
         # that did not fit (nothing before it fits either: there is no room).
