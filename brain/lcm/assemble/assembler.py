@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict, dataclass
+from typing import Final
 
 from brain.config import CompactionConfig
 from brain.errors import NotFound
@@ -26,6 +27,9 @@ from brain.lcm.context import Conversation, Item, conversation, conversation_by_
 from brain.lcm.render import PairingReport, Turn, render_anthropic, render_openai
 from brain.store.connection import Store
 from brain.store.readpool import WritePath, on_store
+
+_REFITS: Final = 3
+"""Times the tail is fitted again when pairing pushed the stand-in for older history out."""
 
 
 class Assembler:
@@ -76,13 +80,19 @@ class Assembler:
         view = self._views.get(store, conv)
         tail_count = self.config.fresh_tail_count
         got = _select(store, conv, view, options, tail_count, 0)
-        if not got.history.standing:
-            # Pairing made the tail cost more than it was priced at (a stub given its
-            # call's hint) and pushed its stand-in out: fit the tail again, leaving
-            # that much more room, so the history before it is still named.
+        reserve = 0
+        for _ in range(_REFITS):
+            if got.history.standing:
+                break
+            # Pairing made the tail cost more than it was priced at (stubs given their
+            # calls' hints) and pushed its stand-in out: fit the tail again, leaving
+            # that much more room, so the history before it is still named. (A tail
+            # with more stubs has more hints: the room kept grows until it holds.)
             extra = got.tokens - got.recall - got.tail_cost - got.pinned_cost
-            if extra > 0:
-                got = _select(store, conv, view, options, tail_count, extra)
+            if extra <= 0:
+                break
+            reserve += extra
+            got = _select(store, conv, view, options, tail_count, reserve)
         parts, history, chosen, turns = got.parts, got.history, got.chosen, got.turns
         tail, tail_cost, pinned_cost = parts.tail, got.tail_cost, got.pinned_cost
         report, tokens, recall = got.report, got.tokens, got.recall

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from brain import AssembleOptions, Brain
+from brain import AssembleOptions, Brain, MessageIn
 from tests.brain.lcm.helpers import SUMMARY_XML, chat, output_texts
 
 GAP = re.compile(r'<history_gap session="s" first_seq="(\d+)" last_seq="(\d+)"')
@@ -78,3 +78,28 @@ def test_room_left_opens_the_newest_summaries_into_their_sources(small: Brain) -
         assert all(text in shown for text in raw)
     # The oldest summary, the beginning of the conversation, is still shown as is.
     assert any(t.startswith(f'<summary id="{summaries[0]}"') for t in shown)
+
+
+def test_a_tail_of_stubs_whose_hints_cost_more_than_priced_still_leaves_room_to_name_history(
+    small: Brain,
+) -> None:
+    # Stubs are priced without their call's hint (a path of ~100 characters here);
+    # pairing adds it. A tail of many stubs then costs more than it was fitted at,
+    # and the stand-in for the history before it was pushed out: dropped unseen.
+    path = "src/" + "/".join(f"package_{k}" for k in range(10)) + "/module.py"
+    messages = [MessageIn("user", "look through the tree")]
+    for k in range(40):
+        call = {
+            "id": f"c{k}",
+            "type": "function",
+            "function": {"name": "read", "arguments": f'{{"path": "{path}{k}"}}'},
+        }
+        messages.append(MessageIn("assistant", "", tool_calls=[call]))
+        messages.append(MessageIn("tool", "line of output " * 24, tool_call_id=f"c{k}"))
+    messages.append(MessageIn("user", "and now?"))
+    small.ingest("s", messages)
+    for budget in range(300, 2_000, 23):
+        out = small.assemble("s", AssembleOptions(budget=budget, stubs=True, fresh_tail_count=30))
+        if not out.over_budget:
+            assert out.dropped == {"summaries": 0, "messages": 0}, (budget, out.tokens)
+            assert out.tokens <= budget
