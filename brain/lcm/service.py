@@ -281,11 +281,18 @@ class LcmService:
         """The session's model-ready context under ``options``' budget (no recall of
         its own: ``options.recall_block`` is shown as given).
 
-        Assembled on a read connection; a budget or flush mark to remember goes to the
-        write path (only when it changes, so assembles rarely take the lock).
+        Assembled on a read connection; a budget to remember goes to the write path
+        (only when it changes, so assembles rarely take the lock); a flush mark only
+        when the lock is free at once (else a later assemble recommends the flush).
         """
         with self._access.reading() as store:
-            return self.assembler.assemble(store, session, options, write=self._access.write)
+            return self.assembler.assemble(
+                store,
+                session,
+                options,
+                write=self._access.write,
+                mark=self._access.try_write_unsynced,
+            )
 
     def describe(
         self,

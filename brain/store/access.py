@@ -113,14 +113,28 @@ class Access:
         lease skips the shared fsync wait for the same reason.
         """
         with self.lock:
-            store = self._store
-            if self.group is not None or self.config.synchronous not in ("FULL", "EXTRA"):
-                return work(store)  # commits at NORMAL (or less) already
-            store.execute("PRAGMA synchronous = NORMAL")
-            try:
-                return work(store)
-            finally:
-                store.execute(f"PRAGMA synchronous = {self.config.synchronous}")
+            return self._unsynced(work)
+
+    def try_write_unsynced(self, work: Callable[[Store], T], /) -> T | None:
+        """``write_unsynced`` when the lock is free at once; None (``work`` not run) when
+        another write holds it. For a mark a request may leave to a later request rather
+        than wait behind a long write (a compaction pass committing)."""
+        if not self.lock.acquire(blocking=False):
+            return None
+        try:
+            return self._unsynced(work)
+        finally:
+            self.lock.release()
+
+    def _unsynced(self, work: Callable[[Store], T]) -> T:
+        store = self._store
+        if self.group is not None or self.config.synchronous not in ("FULL", "EXTRA"):
+            return work(store)  # commits at NORMAL (or less) already
+        store.execute("PRAGMA synchronous = NORMAL")
+        try:
+            return work(store)
+        finally:
+            store.execute(f"PRAGMA synchronous = {self.config.synchronous}")
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Store]:

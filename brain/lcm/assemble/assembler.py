@@ -11,6 +11,7 @@ tests/brain/lcm/test_budgets.py.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Final
 
@@ -53,6 +54,7 @@ class Assembler:
         options: AssembleOptions,
         *,
         write: WritePath | None = None,
+        mark: Callable[[Callable[[Store], bool]], bool | None] | None = None,
     ) -> Assembled:
         """Build the context for ``session``.
 
@@ -60,6 +62,8 @@ class Assembler:
         context; asking does not create the session. ``write``: where the session's
         new budget or flush mark is written, when one changes (default: ``store``);
         the engine reads on a read connection and writes on its write path.
+        ``mark``: where the flush mark is written, if it can be at once (None back: not
+        now; default: ``write``).
         """
         try:
             conv = conversation(store, session)
@@ -68,14 +72,20 @@ class Assembler:
         with self._guard:
             turn = self._turns.setdefault(conv.id, threading.Lock())
         with turn:
-            return self._assemble(store, conv, options, write or on_store(store))
+            writing = write or on_store(store)
+            return self._assemble(store, conv, options, writing, mark or writing)
 
     def forget(self, conversation_id: int | None = None) -> None:
         """Drop cached views (one conversation, or all)."""
         self._views.forget(conversation_id)
 
     def _assemble(
-        self, store: Store, conv: Conversation, options: AssembleOptions, write: WritePath
+        self,
+        store: Store,
+        conv: Conversation,
+        options: AssembleOptions,
+        write: WritePath,
+        mark: Callable[[Callable[[Store], bool]], bool | None],
     ) -> Assembled:
         view = self._views.get(store, conv)
         tail_count = self.config.fresh_tail_count
@@ -118,7 +128,7 @@ class Assembler:
         if follow_due(conv, options.budget):
             budget = options.budget
             changed = write(lambda s: follow(s, conversation_by_id(s, conv.id), budget))
-        flush = self._flush_due(write, conv, tail, options.budget if changed else conv.budget)
+        flush = self._flush_due(mark, conv, tail, options.budget if changed else conv.budget)
         return Assembled(
             messages=messages,
             system=system,
@@ -147,11 +157,17 @@ class Assembler:
         )
 
     def _flush_due(
-        self, write: WritePath, conv: Conversation, tail: list[Item], budget: int | None
+        self,
+        write: Callable[[Callable[[Store], bool]], bool | None],
+        conv: Conversation,
+        tail: list[Item],
+        budget: int | None,
     ) -> bool:
         """True once per compaction epoch when raw history nears the compaction threshold
         (the session's, sized by the budget it follows). The mark is written (and
-        checked again) on the write path, so two assembles at once recommend it once."""
+        checked again) on the write path, so two assembles at once recommend it once;
+        when that path is busy (``write`` gives None) a later assemble recommends it,
+        rather than this one wait behind a compaction's commit."""
         if conv.flush_epoch == conv.compaction_epoch:
             return False
         raw_tail = sum(i.token_count for i in tail if i.is_message)
@@ -168,7 +184,7 @@ class Assembler:
                 mark_flushed(target, conv.id, epoch)
             return True
 
-        return write(mark)
+        return bool(write(mark))
 
 
 def _cost(view: View, shown: Shown) -> int:

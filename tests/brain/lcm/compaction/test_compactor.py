@@ -575,6 +575,33 @@ def test_flush_is_recommended_once_per_compaction_epoch_as_raw_history_nears_the
     assert not flush()
 
 
+def test_an_assemble_does_not_wait_behind_a_write_to_recommend_a_flush(small: Brain) -> None:
+    """The mark is written only when the write lock is free at once: an assemble of a
+    host that never pauses is not held up by a compaction's commit; a later one says it."""
+    small.ingest("s", chat(5))
+    # The budget is remembered now (that write does wait): below the flush mark yet.
+    assert not small.assemble("s", AssembleOptions(budget=100_000)).flush_recommended
+    small.ingest("s", chat(3, start=5))
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with small._access.locked():  # a long write elsewhere (a compaction's commit)
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert held.wait(10)
+        out = small.assemble("s", AssembleOptions(budget=100_000))
+        assert not out.flush_recommended  # answered without waiting for the lock
+    finally:
+        release.set()
+        thread.join(10)
+    assert small.assemble("s", AssembleOptions(budget=100_000)).flush_recommended
+    assert not small.assemble("s", AssembleOptions(budget=100_000)).flush_recommended
+
+
 def test_the_flush_recommendation_survives_a_restart(db_path: Path) -> None:
     engine = Brain(db_path, SMALL_BRAIN)
     engine.ingest("s", chat(8))
