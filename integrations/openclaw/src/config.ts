@@ -15,6 +15,7 @@ export interface BrainPluginConfig {
   toolDeadlineMs: number;
   defaultBudget: number;
   stubs: boolean;
+  detail: boolean;
   recall: "off" | "shadow" | "on" | undefined;
   subagentTokenCap: number;
   maintainEveryMs: number;
@@ -44,6 +45,10 @@ export function resolveConfig(raw: Record<string, unknown> | undefined): BrainPl
     toolDeadlineMs: num(c.toolDeadlineMs, 30_000),
     defaultBudget: num(c.defaultBudget, 32_000),
     stubs: typeof c.stubs === "boolean" ? c.stubs : true,
+    // Off by default: OpenClaw recovers from an overflow by asking the engine to
+    // compact and assembling again; a context that opens summaries to refill its
+    // budget on every assemble would undo that compaction.
+    detail: typeof c.detail === "boolean" ? c.detail : false,
     recall: recall === "off" || recall === "shadow" || recall === "on" ? recall : undefined,
     subagentTokenCap: num(c.subagentTokenCap, 200_000),
     maintainEveryMs: num(c.maintainEveryMs, 6 * 3_600_000),

@@ -403,6 +403,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         budget: Math.max(1, Math.floor(budget)),
         format: "anthropic",
         stubs: config.stubs,
+        detail: config.detail,
       };
       if (config.recall) params.recall = config.recall;
       if (importing(sessionId)) {

@@ -174,6 +174,23 @@ describe("turns through a real brain", { skip: needsBrain }, () => {
     assert.match(after.systemPromptAddition ?? "", /memory_grep/);
   });
 
+  test("with detail, room left in the budget opens the summaries compaction made; without, they stay", async () => {
+    for (const detail of [false, true]) {
+      h = harness(detail ? { detail: true } : {});
+      const engine = await h.engine();
+      for (let i = 1; i <= 40; i++) {
+        await engine.commitTurn!({ advancementKey: `a${i}`, messages: turn(i), sessionId: "s1" } as never);
+      }
+      await engine.compact({ sessionId: "s1", sessionKey: "k", force: true });
+      const after = await engine.assemble({ sessionId: "s1", messages: [], tokenBudget: 100_000 });
+      const text = JSON.stringify(after.messages);
+      // The whole history fits 100,000 tokens: with detail it comes back raw.
+      assert.equal(text.includes("<summary"), !detail);
+      assert.equal(text.includes("question 1: where is item 1?"), detail);
+      await h.close();
+    }
+  });
+
   test("a tool reads only the calling session, whatever session the model asks for", async () => {
     h = harness();
     const engine = await h.engine();
