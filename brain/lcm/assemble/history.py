@@ -257,6 +257,9 @@ def _expand(store: Store, view: View, result: Plan, left: int, options: Assemble
             continue
         stubs: dict[tuple[str, int], Stubs] = {}
         cost = 0
+        if options.stubs:  # pricing a stub renders its message (those large enough only)
+            big = [i for i in sources if i.is_message and i.token_count > options.stub_tokens]
+            ensure_entries(store, view, big)
         for source in sources:
             price = source.token_count
             if source.is_message and options.stubs and price > options.stub_tokens:
@@ -282,48 +285,53 @@ def _expand(store: Store, view: View, result: Plan, left: int, options: Assemble
 
 
 def _sources(store: Store, view: View, summary: Item) -> list[Item] | None:
-    """The sources of a summary as items (child summaries, or raw messages), their
-    entries loaded; None when it must not be opened (a withheld summary, a suppressed
-    source). Cached in the view."""
+    """The sources of a summary as items (child summaries, or raw messages) priced as
+    shown; None when it must not be opened (it, a child summary or a source message is
+    withheld or suppressed). Read with no message text (only child summaries are
+    rendered, to price them: a leaf's messages are loaded once one is shown or a stub
+    is priced). Cached in the view."""
     k = key(summary)
     if k in view.sources:
         return view.sources[k]
     found = _source_items(store, int(summary.summary_id or 0))
     if found:
-        ensure_entries(store, view, [summary, *found])
-        if view.entries[k].withheld or any(view.entries[key(i)].withheld for i in found):
-            found = None
-        else:
-            # A child summary costs what its rendered entry costs (the cost its
-            # context item had before it was condensed).
-            found = [
-                i
-                if i.is_message
-                else replace(i, token_count=turn_tokens(view.entries[key(i)].turn))
-                for i in found
-            ]
-    else:
-        found = None
-    view.sources[k] = found
-    return found
+        kids = [i for i in found if not i.is_message]
+        ensure_entries(store, view, kids)
+        # A child summary costs what its rendered entry costs (the cost its context
+        # item had before it was condensed).
+        found = [
+            i if i.is_message else replace(i, token_count=turn_tokens(view.entries[key(i)].turn))
+            for i in found
+        ]
+    view.sources[k] = found or None
+    return found or None
 
 
 def _source_items(store: Store, summary_row: int) -> list[Item] | None:
-    """A summary's sources as items (summaries priced later); None if one is suppressed."""
+    """A summary's sources as items (summaries priced later); None if the summary, a
+    child summary or a source message is hidden (withheld or suppressed)."""
+    if store.scalar(
+        "SELECT suppressed_at IS NOT NULL OR hidden_by IS NOT NULL FROM summaries WHERE id = ?",
+        (summary_row,),
+    ):
+        return None
     found: list[Item] = []
     for row in store.execute(
         "SELECT ss.message_id, m.seq, m.token_count, m.suppressed_at IS NOT NULL, "
-        "ss.child_id, s.first_seq, s.depth "
+        "ss.child_id, s.first_seq, s.depth, "
+        "s.suppressed_at IS NOT NULL OR s.hidden_by IS NOT NULL "
         "FROM summary_sources ss LEFT JOIN messages m ON m.id = ss.message_id "
         "LEFT JOIN summaries s ON s.id = ss.child_id "
         "WHERE ss.summary_id = ? ORDER BY ss.ordinal",
         (summary_row,),
     ):
-        message_id, seq, tokens, suppressed, child_id, first_seq, depth = (int(v or 0) for v in row)
+        message_id, seq, tokens, suppressed, child_id, first_seq, depth, hidden = (
+            int(v or 0) for v in row
+        )
+        if suppressed or hidden:
+            return None
         if row[0] is None:
             found.append(Item(first_seq, None, child_id, depth, 0))
-        elif suppressed:
-            return None
         else:
             found.append(Item(seq, message_id, None, None, message_cost(tokens)))
     return found
