@@ -116,7 +116,13 @@ def _processor_formatter(fmt: LogFormat) -> logging.Formatter:
         # The console renderer formats tracebacks itself; JSON needs them as text.
         renderer = [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
     else:
-        renderer = [structlog.dev.ConsoleRenderer(colors=False)]
+        # The default formatter (rich, when installed) prints every frame's locals,
+        # which holds request params and message text: a plain traceback does not.
+        renderer = [
+            structlog.dev.ConsoleRenderer(
+                colors=False, exception_formatter=structlog.dev.plain_traceback
+            )
+        ]
     return structlog.stdlib.ProcessorFormatter(
         # Records from stdlib loggers: their logger name says which library spoke.
         foreign_pre_chain=[*_shared(), structlog.stdlib.add_logger_name],

@@ -100,3 +100,35 @@ def test_a_failing_background_compaction_and_request_log_their_tracebacks(
     assert request["method"] == "compact"
     assert "SQLError" in request["exception"]
     assert "Traceback" in request["exception"]
+
+
+def test_a_failing_request_logs_its_traceback_without_the_frames_local_values(
+    db_path: Path, spawn: Spawn
+) -> None:
+    Brain(db_path, BrainConfig()).close()
+    conn = apsw.Connection(str(db_path))
+    try:
+        conn.execute("DROP TABLE summaries_fts")  # every summary insert now fails
+    finally:
+        conn.close()
+    # First in each text: a locals renderer cuts long strings, so the head is what leaks.
+    secret = "vault-code-Zanzibar-7731"
+    args = [
+        "--auto-compact", "false",
+        "--fresh-tail-count", "2",
+        "--leaf-chunk-tokens", "200",
+    ]  # fmt: skip
+    daemon = spawn(serve_argv(db_path, *args))  # the console format, the default
+    messages = [
+        {"id": m.client_id, "role": m.role, "content": f"{secret} {m.content}"}
+        for m in chat(30, words=60)
+    ]
+    daemon.call(1, "ingest", {"session": "s", "messages": messages})
+    error = daemon.call(2, "compact", {"session": "s"})["error"]
+    assert error == {"code": -32603, "message": "internal error"}
+    code, _frames = daemon.finish()
+    assert code == 0
+    stderr = daemon.stderr()
+    assert "Traceback" in stderr, stderr
+    assert "SQLError" in stderr, stderr
+    assert secret not in stderr
