@@ -46,3 +46,16 @@ def test_a_hybrid_grep_reports_rank_fusion_and_pending_and_a_regex_grep_no_rank(
         assert hybrid["fusion"] == "weighted"
         assert hybrid["pending"] in (0, 1)
         assert "rank" not in client.call("grep", {"query": "hi", "mode": "regex", "session": "s"})
+
+
+def test_a_regex_of_thousands_of_open_parens_is_invalid_params_through_the_daemon(
+    tmp_path: Path,
+) -> None:
+    messages = [{"id": "m", "role": "user", "content": "kayak trip"}]
+    with Client.spawn(tmp_path / "deep.db") as client:
+        client.call("ingest", {"session": "s", "messages": messages})
+        with pytest.raises(RPCError) as bad:
+            client.call("grep", {"query": "(" * 3000, "mode": "regex", "session": "s"})
+        assert bad.value.code == -32602
+        assert "nested too deeply" in bad.value.message
+        assert client.call("grep", {"query": "kayak", "mode": "regex", "session": "s"})["hits"]

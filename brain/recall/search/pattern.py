@@ -57,6 +57,10 @@ def regex_search(store: Store, options: GrepOptions) -> list[Hit]:
         pattern = regex.compile(options.query, regex.IGNORECASE if options.query.islower() else 0)
     except regex.error as exc:
         raise InvalidInput("query", f"is not a valid regular expression: {exc}") from None
+    except RecursionError:
+        # The parser recurses once per nesting level: thousands of "(" exhaust the
+        # stack, a fault of the pattern and not of the daemon.
+        raise InvalidInput("query", "is nested too deeply to compile") from None
     deadline = time.monotonic() + REGEX_BUDGET_S
     hits: list[Hit] = []
     if options.scope in ("messages", "both"):

@@ -42,6 +42,12 @@ def test_an_invalid_regex_names_the_query(fresh_brain: Brain) -> None:
         fresh_brain.grep(GrepOptions("(unclosed", mode="regex"), session="s")
 
 
+def test_a_regex_nested_thousands_deep_is_refused_as_invalid_input(fresh_brain: Brain) -> None:
+    fill(fresh_brain)
+    with pytest.raises(InvalidInput, match="nested too deeply"):
+        fresh_brain.grep(GrepOptions("(" * 3000, mode="regex"), session="s")
+
+
 def _scoped_regex_steps(db: Path, session: str) -> tuple[int, int]:
     """(hits, SQLite VM steps / 100) of a regex grep scoped to ``session``, on its own store."""
     store = open_store(db, create=False)
