@@ -318,8 +318,10 @@ async def background_start(
 
 
 async def watch_signals(stop: Callable[[str], None]) -> None:
-    """Call ``stop`` with the signal's name on each SIGTERM or SIGINT (until cancelled)."""
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    """Call ``stop`` with the signal's name on each SIGTERM, SIGINT or SIGHUP (until cancelled)."""
+    # SIGHUP (a closed terminal, a dropped ssh session) killed the daemon without a
+    # clean close; it stops like SIGTERM. There is no reload: settings are fixed at start.
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for signum in signals:
             log.info("signal", signal=signal.Signals(signum).name)
             stop(signal.Signals(signum).name)

@@ -89,7 +89,9 @@ def test_requests_sent_after_shutdown_in_the_same_write_get_shutting_down(
     assert stored_client_ids(db_path, "t") == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"]
+)
 def test_a_signal_while_idle_exits_zero_and_keeps_every_write(
     db_path: Path, signum: signal.Signals
 ) -> None:
