@@ -284,3 +284,14 @@ def test_a_matrix_file_with_a_corrupted_kind_code_is_rebuilt_not_an_error(store:
     data[kinds_at : kinds_at + 20] = b"\x7f" * 20  # no such kind
     path.write_bytes(bytes(data))
     assert _index(store).search(store, _query("budget"), 100) == expected
+
+
+def test_a_matrix_file_truncated_under_a_mapping_is_rebuilt_not_a_crash(store: Store) -> None:
+    _fill(store, 40)
+    index = _index(store)
+    expected = index.search(store, _query("garden"), 100)  # maps the file
+    path = matrix.cache_path(store.path, ("message", "summary"))
+    with open(path, "r+b") as f:
+        f.truncate(4096)  # same inode, the mapped pages gone: a read would be SIGBUS
+    assert index.search(store, _query("garden"), 100) == expected  # nothing written since
+    assert path.stat().st_size > 4096  # rebuilt
