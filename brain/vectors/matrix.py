@@ -59,6 +59,7 @@ __all__ = [
     "Rows",
     "Tail",
     "cache_path",
+    "damaged_files",
     "folded",
     "gone",
     "last_row",
@@ -590,3 +591,45 @@ def _grown(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[Any
     grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[:used] = array[:used]
     return grown
+
+
+def damaged_files(db_path: Path) -> list[Path]:
+    """Matrix and IVF files beside the database that a process would refuse to use:
+    not a regular file, an unreadable header, a body shorter than it declares, a kind
+    code out of range, or an IVF that does not load. (For ``doctor``: derived caches,
+    so its repair removes them and the next search rebuilds.)"""
+    bad: list[Path] = []
+    for path in sorted(db_path.parent.glob(f"{db_path.name}-vectors.*")):
+        if path.name.endswith(".tmp"):
+            continue
+        if not _sound(path):
+            bad.append(path)
+    return bad
+
+
+def _sound(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if path.name.endswith(".ivf"):
+            try:
+                with np.load(f, allow_pickle=False) as saved:
+                    return all(saved[name].size >= 0 for name in ("key", "centroids", "offsets"))
+            except (OSError, ValueError, KeyError, EOFError):
+                return False
+        try:
+            header = orjson.loads(f.read(_HEADER).rstrip(b" \x00"))
+            rows, capacity = int(header["rows"]), int(header["capacity"])
+            offsets = _offsets(capacity, int(header["dim"]))
+        except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+            return False
+        if rows > capacity or st.st_size < offsets["end"]:
+            return False
+        f.seek(offsets["kinds"])
+        kinds = np.frombuffer(f.read(rows), dtype=np.int8)
+        return len(kinds) == rows and (rows == 0 or (kinds.min() >= 0 and kinds.max() < len(KINDS)))
