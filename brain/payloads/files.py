@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import time
 from pathlib import Path
 from typing import Final
@@ -59,12 +60,37 @@ def write_file(files_dir: Path, file_id: str, data: bytes) -> Path:
     return final
 
 
-def read_file(files_dir: Path, file_id: str) -> bytes:
-    """The bytes of a payload file."""
+def open_payload(files_dir: Path, file_id: str) -> int:
+    """An fd open for reading on a payload file, refusing anything but a regular file.
+
+    ``O_NOFOLLOW`` because a symlink planted in the directory would otherwise
+    serve an outside file's bytes; ``O_NONBLOCK`` so a FIFO there cannot hang
+    the open; the type is checked on the opened fd, so nothing can be swapped
+    in between. A refused entry reads as absent (``NotFound``), which callers
+    that hold a stored row report as a missing payload.
+    """
+    path = file_path(files_dir, file_id)
     try:
-        return file_path(files_dir, file_id).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise NotFound(f"no such file: {file_id}", file_id=file_id) from None
+    except OSError as exc:
+        if os.path.islink(path):
+            msg = f"no such file: {file_id} (not a regular file)"
+            raise NotFound(msg, file_id=file_id) from None
+        raise StorageError(f"cannot read payload file {file_id}: {exc}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotFound(f"no such file: {file_id} (not a regular file)", file_id=file_id)
+    return fd
+
+
+def read_file(files_dir: Path, file_id: str) -> bytes:
+    """The bytes of a payload file (a regular file only: see ``open_payload``)."""
+    fd = open_payload(files_dir, file_id)
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
     except OSError as exc:
         raise StorageError(f"cannot read payload file {file_id}: {exc}") from exc
 

@@ -22,13 +22,14 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from brain.errors import NotFound, StorageError
-from brain.payloads.files import file_path
+from brain.payloads.files import open_payload
 
 if TYPE_CHECKING:
     from brain.store.connection import Store
@@ -141,12 +142,8 @@ def text_chunks(files_dir: Path, file_id: str, chunk_bytes: int = CHUNK_BYTES) -
     """
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     carry = ""
-    try:
-        handle = file_path(files_dir, file_id).open("rb")
-    except FileNotFoundError:
-        raise NotFound(f"no such file: {file_id}", file_id=file_id) from None
-    except OSError as exc:
-        raise StorageError(f"cannot read payload file {file_id}: {exc}") from exc
+    # The same guard as every payload read: a symlink or FIFO is never opened.
+    handle = os.fdopen(open_payload(files_dir, file_id), "rb")
     with handle:
         while True:
             raw = handle.read(chunk_bytes)
@@ -165,10 +162,8 @@ def text_chunks(files_dir: Path, file_id: str, chunk_bytes: int = CHUNK_BYTES) -
 
 def _head(files_dir: Path, file_id: str, limit: int = INDEX_BYTES) -> bytes:
     try:
-        with file_path(files_dir, file_id).open("rb") as handle:
+        with os.fdopen(open_payload(files_dir, file_id), "rb") as handle:
             return handle.read(limit)
-    except FileNotFoundError:
-        raise NotFound(f"no such file: {file_id}", file_id=file_id) from None
     except OSError as exc:
         raise StorageError(f"cannot read payload file {file_id}: {exc}") from exc
 

@@ -30,6 +30,7 @@ search layer filters them out, as it does for full text.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -138,6 +139,7 @@ class VectorIndex:
         # The rows: a read-only base (mapped from the matrix file, see brain.vectors.matrix)
         # and a tail of rows read since; searches address base rows then tail rows.
         self._base = Rows.empty(dim)
+        self._mapped: tuple[int, int, int] | None = None  # (dev, inode, size) of the file
         self._tail = Tail(dim)
         # Positions of a scope's rows in the base (the base never changes: a fold or a
         # reload makes a new one), so a repeated scoped search skips the column scan.
@@ -656,6 +658,7 @@ class VectorIndex:
                     return  # reloaded meanwhile: these rows may be stale
                 if moved:
                     self._base, self._path, self._layout = base, path, layout
+                    self._mapped = _identity(path)
                     self._base_key = key if path is not None else None
                     self._forget_scopes()
                 if job.tail is not None:
@@ -670,6 +673,15 @@ class VectorIndex:
         with self._refreshing:
             epoch = epochs(store, self.kinds)
             with self._lock:
+                if (
+                    self._path is not None
+                    and len(self._base)
+                    and _truncated(self._path, self._mapped)
+                ):
+                    # The mapped file shrank under us: touching its lost pages would
+                    # kill the process with SIGBUS. A derived cache: reload, which
+                    # finds the file short and rebuilds it from the database.
+                    self._epoch = self._gone = None
                 if self._epoch == epoch:
                     return
                 held, after = self._gone, self._max_id
@@ -699,6 +711,7 @@ class VectorIndex:
                 saved = load_ivf(loaded.path, key, len(loaded.rows), loaded.layout)
             with self._lock:
                 self._base, self._path, self._tail = loaded.rows, loaded.path, tail
+                self._mapped = _identity(loaded.path)
                 self._base_key, self._layout = key, loaded.layout
                 self._gone, self._max_id, self._last = loaded.gone, top, last
                 self._epoch = epoch
@@ -808,3 +821,29 @@ def _matching(
 def _keys_json(keys: Iterable[tuple[Kind, int]]) -> str:
     """(kind, row id) pairs as one JSON array of pairs, for ``json_each``."""
     return orjson.dumps([list(k) for k in keys]).decode()
+
+
+def _identity(path: Path | None) -> tuple[int, int, int] | None:
+    """(device, inode, size) of the file a base was just mapped from (None: in memory)."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size)
+
+
+def _truncated(path: Path, mapped: tuple[int, int, int] | None) -> bool:
+    """Whether the file mapped as ``mapped`` is the one at ``path`` and is now shorter.
+
+    One ``stat`` a search (a few microseconds). A file replaced by rename (a rebuild in
+    another process) is a new inode: the old mapping stays valid, so that is not it.
+    """
+    if mapped is None:
+        return False
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == mapped[:2] and st.st_size < mapped[2]

@@ -13,6 +13,7 @@ from typing import Any, Final
 from brain.ops.doctor.report import Finding
 from brain.store.connection import Store
 from brain.vectors.index import Kind, note_vectors_changed, stored_identity
+from brain.vectors.matrix import damaged_files
 from brain.vectors.writes import RETAINED, enqueue_existing
 
 __all__ = ["check", "repair"]
@@ -77,6 +78,12 @@ def check(store: Store) -> Finding:
         for sql in _MISSING_VECTORS
     )
     found.problem("warning", "missing", missing, "rows neither embedded nor queued")
+    found.problem(
+        "error",
+        "damaged_cache",
+        len(damaged_files(store.path)),
+        "vector matrix or IVF files that cannot be used (removed by --repair: rebuilt)",
+    )
     return found
 
 
@@ -108,6 +115,12 @@ def repair(store: Store, found: Finding) -> list[str]:
             ghosts = list(store.execute("DELETE " + _GHOST_VECTORS + " RETURNING kind, row_id"))
             note_vectors_changed(store, _kinds(ghosts))
         done.append(f"deleted {len(ghosts)} ghost vectors")
+    if found.has("damaged_cache"):
+        # Derived caches: removing them is safe; the next search rebuilds from SQLite.
+        for path in damaged_files(store.path):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            done.append(f"removed damaged vector cache {path.name}")
     if found.has("missing"):
         with store.transaction():
             queued = 0

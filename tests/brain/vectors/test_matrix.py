@@ -5,6 +5,7 @@ A new ``VectorIndex`` over the same database stands for a restarted process.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import tracemalloc
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 import pytest
 
 from brain import MessageIn, Store
@@ -261,3 +263,35 @@ def test_an_ivf_saved_for_another_order_of_the_same_rows_is_not_used(
     assert [h[:2] for h in hits][:3] == [h[:2] for h in exact][:3]
     assert again._ivf is not None
     assert again._ivf.listed
+
+
+def test_a_fifo_at_the_matrix_path_is_treated_as_absent_and_rebuilt(store: Store) -> None:
+    _fill(store, 20)
+    path = matrix.cache_path(store.path, ("message", "summary"))
+    os.mkfifo(path)  # an open or read of it would block forever
+    got = _index(store).search(store, _query("budget"), 100)
+    assert got == _index(store, file=False).search(store, _query("budget"), 100)
+    assert path.is_file()
+
+
+def test_a_matrix_file_with_a_corrupted_kind_code_is_rebuilt_not_an_error(store: Store) -> None:
+    _fill(store, 20)
+    expected = _index(store).search(store, _query("budget"), 100)  # writes the file
+    path = matrix.cache_path(store.path, ("message", "summary"))
+    data = bytearray(path.read_bytes())
+    capacity = int(orjson.loads(bytes(data[:4096]).rstrip(b" \x00"))["capacity"])
+    kinds_at = matrix._offsets(capacity, DIM)["kinds"]
+    data[kinds_at : kinds_at + 20] = b"\x7f" * 20  # no such kind
+    path.write_bytes(bytes(data))
+    assert _index(store).search(store, _query("budget"), 100) == expected
+
+
+def test_a_matrix_file_truncated_under_a_mapping_is_rebuilt_not_a_crash(store: Store) -> None:
+    _fill(store, 40)
+    index = _index(store)
+    expected = index.search(store, _query("garden"), 100)  # maps the file
+    path = matrix.cache_path(store.path, ("message", "summary"))
+    with open(path, "r+b") as f:
+        f.truncate(4096)  # same inode, the mapped pages gone: a read would be SIGBUS
+    assert index.search(store, _query("garden"), 100) == expected  # nothing written since
+    assert path.stat().st_size > 4096  # rebuilt

@@ -449,3 +449,17 @@ def test_a_check_without_repair_writes_nothing_not_even_queued_payload_indexing(
     assert (
         sql.execute("SELECT count(*) FROM files_index WHERE state = 'pending'").fetchone() == queued
     )
+
+
+def test_a_damaged_vector_cache_is_an_error_that_repair_removes(db: Path) -> None:
+    matrix_file = db.with_name(db.name + "-vectors.message-summary")
+    os.mkfifo(matrix_file)  # not a regular file: a search would hang on it
+    ivf = db.with_name(db.name + "-vectors.node-summary.ivf")
+    ivf.write_bytes(b"not an npz at all")
+    found = doctor(db, CONFIG)
+    assert found.check("vectors").counts["damaged_cache"] == 2
+    assert not found.ok
+    doctor(db, CONFIG, repair=True)
+    assert not matrix_file.exists()
+    assert not ivf.exists()
+    assert doctor(db, CONFIG).ok
