@@ -64,3 +64,48 @@ def test_a_stopped_summary_child_is_replaced_and_compaction_and_shutdown_still_f
                 os.kill(pid, signal.SIGKILL)
         if client.proc.poll() is None:
             client.kill()
+
+
+def _notes(start: int, n: int) -> list[dict[str, str]]:
+    return [
+        {"id": f"m{i}", "role": "user", "content": f"Note {i}: release {i * 7} waits on {i}."}
+        for i in range(start, start + n)
+    ]
+
+
+def _pending(client: Client) -> int:
+    pending: int = client.call("info")["embeddings"]["pending"]
+    return pending
+
+
+def test_a_stopped_embedding_child_is_replaced_and_the_backlog_still_embedded(
+    tmp_path: Path,
+) -> None:
+    client = Client.spawn(tmp_path / "e.db", args=["--auto-compact", "false"])
+    stopped: list[int] = []
+    try:
+        client.call("ingest", {"session": "s", "messages": _notes(0, 300)})
+        give_up = time.monotonic() + 60
+        while _pending(client):
+            assert time.monotonic() < give_up, "the first backlog was never embedded"
+            time.sleep(0.1)
+        stopped = child_pids(client.proc.pid, "brain.vectors.embed_child")
+        assert len(stopped) == 1
+        os.kill(stopped[0], signal.SIGSTOP)
+
+        client.call("ingest", {"session": "s", "messages": _notes(300, 600)})
+        # The batch waits out the child's deadline (30 s + 10 ms a text), then is
+        # embedded in the daemon: a bound, not a timing measurement. Today: never.
+        give_up = time.monotonic() + 120
+        while _pending(client):
+            assert time.monotonic() < give_up, "600 rows stayed unembedded"
+            time.sleep(0.2)
+        start = time.monotonic()
+        client.close(timeout=30)
+        assert time.monotonic() - start < SHUTDOWN_BOUND_S
+    finally:
+        for pid in stopped:  # never leave a stopped process behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if client.proc.poll() is None:
+            client.kill()
