@@ -19,7 +19,8 @@ import os
 import struct
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Final
 
@@ -27,6 +28,7 @@ __all__ = [
     "EXIT_WAIT_S",
     "HasChild",
     "child_output",
+    "kill_after",
     "receive_frame",
     "send_frame",
     "start_child",
@@ -87,10 +89,44 @@ def stop_child(proc: subprocess.Popen[bytes], wait_s: float) -> None:
             with contextlib.suppress(OSError):
                 pipe.close()
     try:
-        proc.wait(wait_s)
+        # A stopped child (SIGSTOP, as a wedged one looks) never sees its stdin
+        # close: waiting for it would only spend the daemon's shutdown bound.
+        proc.wait(0 if _stopped(proc.pid) else wait_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@contextlib.contextmanager
+def kill_after(proc: subprocess.Popen[bytes], seconds: float) -> Iterator[None]:
+    """Kill ``proc`` if the block has not ended within ``seconds``.
+
+    A child that stopped answering (SIGSTOP, a wedged interpreter) would keep its
+    caller blocked on the pipe for good; killed, the pipe ends, the read raises
+    EOFError and the caller does the work in process, as when a child dies.
+    """
+    timer = threading.Timer(seconds, _kill, args=(proc,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+def _stopped(pid: int) -> bool:
+    """Whether ``pid`` is stopped (Linux ``/proc``; elsewhere never known, so False)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # The state follows the command name's closing parenthesis.
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] in ("T", "t")
 
 
 def send_frame(out: IO[bytes], data: bytes) -> None:

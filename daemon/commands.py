@@ -159,10 +159,22 @@ def call(config: DaemonConfig, args: argparse.Namespace) -> int:
     assert frame is not None
     response = orjson.loads(frame)
     if "error" in response:
+        code = 1
         sys.stdout.buffer.write(orjson.dumps({"error": response["error"]}) + b"\n")
-        return 1
-    sys.stdout.buffer.write(orjson.dumps(response["result"], option=orjson.OPT_INDENT_2) + b"\n")
-    return 0
+    else:
+        code = 0
+        sys.stdout.buffer.write(
+            orjson.dumps(response["result"], option=orjson.OPT_INDENT_2) + b"\n"
+        )
+    sys.stdout.flush()
+    # The answer is decided at ``provider_deadline_s``, but a provider thread may
+    # still be reading a trickling body (each read within its timeout, the whole
+    # never done): the interpreter would join it at exit for minutes. The engine
+    # is closed and the answer written, so such a thread holds nothing to save.
+    from daemon.stopping import exit_now_if_stuck
+
+    exit_now_if_stuck(code)
+    return code
 
 
 def _run_loop_free(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -28,13 +28,21 @@ same code. Tested in tests/brain/lcm/test_summary_child.py.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import pickle
 import subprocess
 import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any, Final
 
-from brain.children import HasChild, child_output, receive_frame, send_frame, start_child
+from brain.children import (
+    HasChild,
+    child_output,
+    kill_after,
+    receive_frame,
+    send_frame,
+    start_child,
+)
 
 if TYPE_CHECKING:
     from brain.lcm.summary_contract import Summarizer, SummaryRequest
@@ -81,9 +89,20 @@ class ChildSummarizer(HasChild):
 
     def close(self) -> None:
         """End the child (it exits when its stdin closes); later requests run in process."""
-        with self._lock:
-            self._closed = True
-            self._stop()
+        self._closed = True
+        # Never waits long for a summary in flight (a stopped child would hold the
+        # lock until its answer deadline, past the daemon's shutdown bound): kill
+        # the child instead, and that thread makes its summary in process.
+        if self._lock.acquire(timeout=_CLOSE_WAIT_S):
+            try:
+                self._stop()
+            finally:
+                self._lock.release()
+            return
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
 
     def _ask(self, request: SummaryRequest) -> str | None:
         """The child's answer, or None when there is no working child (it is then dropped)."""
@@ -94,8 +113,9 @@ class ChildSummarizer(HasChild):
                 proc = self._proc = _start(self._name_arg)
             assert proc.stdin is not None
             assert proc.stdout is not None
-            _send(proc.stdin, request)
-            kind, body = _receive(proc.stdout)
+            with kill_after(proc, ANSWER_DEADLINE_S):
+                _send(proc.stdin, request)
+                kind, body = _receive(proc.stdout)
         except (OSError, EOFError, ValueError, pickle.PickleError):
             self._stop()
             return None
@@ -105,6 +125,13 @@ class ChildSummarizer(HasChild):
             raise body  # the summarizer's own error, as the thread would have raised it
         self._stop()
         return None
+
+
+_CLOSE_WAIT_S = 1.0
+ANSWER_DEADLINE_S = 60.0
+"""How long the child may take over one summary before it is killed (and the summary
+made in process). An offline summary of a compaction's chunk takes milliseconds to a
+second or two; sixty seconds is only reached by a child that stopped (SIGSTOP, wedged)."""
 
 
 def _start(name: str) -> subprocess.Popen[bytes]:

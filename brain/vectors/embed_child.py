@@ -37,7 +37,14 @@ import threading
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Final
 
-from brain.children import HasChild, child_output, receive_frame, send_frame, start_child
+from brain.children import (
+    HasChild,
+    child_output,
+    kill_after,
+    receive_frame,
+    send_frame,
+    start_child,
+)
 from brain.vectors.embedders import StaticEmbedder
 
 if TYPE_CHECKING:
@@ -108,8 +115,9 @@ class ChildStaticEmbedder(StaticEmbedder, HasChild):
                 proc = self._proc = _start()
             assert proc.stdin is not None
             assert proc.stdout is not None
-            _send(proc.stdin, pickle.dumps(texts, protocol=pickle.HIGHEST_PROTOCOL))
-            body = _receive(proc.stdout)
+            with kill_after(proc, answer_deadline_s(len(texts))):
+                _send(proc.stdin, pickle.dumps(texts, protocol=pickle.HIGHEST_PROTOCOL))
+                body = _receive(proc.stdout)
         except (OSError, EOFError, ValueError):
             self._stop()
             return None
@@ -126,6 +134,19 @@ class ChildStaticEmbedder(StaticEmbedder, HasChild):
             raise error  # the embedder's own error, as this process would have raised it
         self._stop()
         return None
+
+
+ANSWER_BASE_S = 30.0
+ANSWER_PER_TEXT_S = 0.01
+"""A child's deadline for a batch: 30 s plus 10 ms a text. The static embedder does
+thousands of texts a second on one core (a 4096-text batch well under 10 s even on a
+loaded machine), so a child past 30 s + 41 s is wedged, not slow; it is killed and the
+batch embedded in process."""
+
+
+def answer_deadline_s(texts: int) -> float:
+    """How long the child may take over a batch of ``texts`` before it is killed."""
+    return ANSWER_BASE_S + ANSWER_PER_TEXT_S * texts
 
 
 def _start() -> subprocess.Popen[bytes]:

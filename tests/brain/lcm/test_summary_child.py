@@ -84,3 +84,39 @@ def test_closing_ends_the_child_and_later_requests_are_summarised_here() -> None
 def test_an_unknown_summarizer_name_is_refused_at_once() -> None:
     with pytest.raises(ValueError, match="offline_summarizer must be one of"):
         ChildSummarizer("nope")
+
+
+def test_a_stopped_child_is_killed_at_its_deadline_and_the_summary_made_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    from brain.lcm import summary_child
+
+    monkeypatch.setattr(summary_child, "ANSWER_DEADLINE_S", 1.0)
+    child = ChildSummarizer()
+    expected = offline_summarizer("default").summarize(_request())
+    try:
+        child.summarize(_request(seed=1))
+        stopped = child.pid
+        assert stopped is not None
+        os.kill(stopped, signal.SIGSTOP)  # as a wedged child looks: alive, never answering
+        start = time.monotonic()
+        assert child.summarize(_request()) == expected
+        assert time.monotonic() - start < 20  # today: never returns
+        child.summarize(_request(seed=2))
+        assert child.pid not in (None, stopped)  # a new child took the next request
+    finally:
+        child.close()
+
+
+def test_closing_with_a_stopped_child_does_not_wait_for_it() -> None:
+    import time
+
+    child = ChildSummarizer()
+    child.summarize(_request())
+    assert child.pid is not None
+    os.kill(child.pid, signal.SIGSTOP)
+    start = time.monotonic()
+    child.close()
+    assert time.monotonic() - start < 3  # today: the 5 s exit wait, then a kill

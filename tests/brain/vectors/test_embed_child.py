@@ -114,3 +114,25 @@ def test_a_single_string_is_refused_as_by_the_static_embedder() -> None:
             embedder.embed("one text")  # type: ignore[arg-type]
     finally:
         embedder.close()
+
+
+def test_a_stopped_child_is_killed_at_its_deadline_and_the_batch_embedded_in_process(
+    monkeypatch: pytest.MonkeyPatch, here: StaticEmbedder
+) -> None:
+    import time
+
+    from brain.vectors import embed_child
+
+    monkeypatch.setattr(embed_child, "ANSWER_BASE_S", 1.0)
+    embedder = ChildStaticEmbedder(min_batch=1)
+    texts = [f"text number {i}" for i in range(600)]
+    try:
+        embedder.embed(texts[:5])
+        stopped = embedder.pid
+        assert stopped is not None
+        os.kill(stopped, signal.SIGSTOP)  # as a wedged child looks: alive, never answering
+        start = time.monotonic()
+        assert np.allclose(embedder.embed(texts), here.embed(texts))
+        assert time.monotonic() - start < 20  # today: never returns
+    finally:
+        embedder.close()
