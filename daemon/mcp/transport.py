@@ -14,6 +14,7 @@ still running past the bound is abandoned, and counted.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -68,6 +69,11 @@ async def serve(
                     chunk = await source.receive()
                     for line in splitter.feed(chunk) if chunk else splitter.finish():
                         message = _parse(line)
+                        if isinstance(message, Exception):
+                            # The SDK logs what it cannot parse and answers nothing; the host
+                            # would wait forever for a request that carried an id.
+                            await sink.send(_error_frame(line, message))
+                            continue
                         _note(message, pending)
                         await read_send.send(message)
                     if not chunk:
@@ -117,6 +123,30 @@ def _note(message: SessionMessage | Exception, pending: set[Any]) -> None:
         pending.add(inner.id)
     elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/cancelled":
         pending.discard((inner.params or {}).get("requestId"))
+
+
+def _error_frame(line: bytes | object, exc: Exception) -> bytes:
+    """The JSON-RPC error answering a line the SDK cannot take, with its id when one is readable.
+
+    Not JSON or too long: -32700 (a skipped line's id is unknown: null); JSON but not a
+    valid message (``params`` not an object, ``jsonrpc`` not "2.0"): -32600.
+    """
+    request_id: object = None
+    code, message = -32700, "parse error: a line over max_line_bytes was skipped"
+    if isinstance(line, bytes):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            message = "parse error: the line is not JSON"
+        else:
+            code, message = -32600, "invalid request: not a JSON-RPC 2.0 message"
+            if isinstance(value, dict):
+                candidate = value.get("id")
+                if isinstance(candidate, str | int) and not isinstance(candidate, bool):
+                    request_id = candidate
+    log.warning("invalid line answered", code=code, error=type(exc).__name__)
+    error = {"code": code, "message": message}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode() + b"\n"
 
 
 def _parse(line: bytes | object) -> SessionMessage | Exception:

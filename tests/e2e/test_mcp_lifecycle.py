@@ -132,3 +132,29 @@ def test_brain_mcp_and_brain_serve_share_one_database(spawn: Spawn, db_path: Pat
     for process in (mcp, serve):
         code, _ = process.finish()
         assert code == 0, process.stderr()
+
+
+def test_every_bad_line_gets_an_error_answer_with_its_id_and_the_server_goes_on(
+    spawn: Spawn, db_path: Path
+) -> None:
+    server = start(spawn, db_path)
+    server.send(b"this is not json\n")
+    frame = server.frame()
+    assert frame["id"] is None, frame
+    assert frame["error"]["code"] == -32700, frame
+    bad: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 11, "method": "tools/list", "params": "str"},
+        {"jsonrpc": "1.0", "id": "twelve", "method": "tools/list"},
+    ]
+    for line in bad:
+        server.send(encode_frame(line))
+        frame = server.frame()
+        assert frame["id"] == line["id"], frame
+        assert frame["error"]["code"] == -32600, frame
+    server.send(
+        b'{"jsonrpc": "2.0", "id": 13, "method": "tools/list", "x": "' + b"a" * (20 << 20) + b'"}\n'
+    )
+    frame = server.frame()
+    assert frame["error"]["code"] == -32700, frame
+    server.send(rpc(14, "tools/list", {}))
+    assert server.frame()["id"] == 14
