@@ -38,6 +38,8 @@ __all__ = [
 _HEADER: Final = struct.Struct(">I")
 EXIT_WAIT_S: Final = 5.0
 """How long a child whose stdin closed may take to exit before it is killed."""
+CLOSE_WAIT_S: Final = 1.0
+"""How long closing waits for a request in flight on the child before killing it."""
 
 
 class HasChild:
@@ -59,6 +61,22 @@ class HasChild:
         proc, self._proc = self._proc, None
         if proc is not None:
             stop_child(proc, EXIT_WAIT_S)
+
+    def _stop_within(self, lock: threading.Lock | threading.RLock) -> None:
+        """Stop the child under ``lock``, or kill it when ``lock`` is not free within
+        ``CLOSE_WAIT_S``: a request in flight (a stopped child would hold it until its
+        answer deadline, past the daemon's shutdown bound) then sees the child die and
+        does its work in process."""
+        if lock.acquire(timeout=CLOSE_WAIT_S):
+            try:
+                self._stop()
+            finally:
+                lock.release()
+            return
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
 
 
 def start_child(

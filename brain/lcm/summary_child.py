@@ -28,7 +28,6 @@ same code. Tested in tests/brain/lcm/test_summary_child.py.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import pickle
 import subprocess
 import sys
@@ -93,16 +92,7 @@ class ChildSummarizer(HasChild):
         # Never waits long for a summary in flight (a stopped child would hold the
         # lock until its answer deadline, past the daemon's shutdown bound): kill
         # the child instead, and that thread makes its summary in process.
-        if self._lock.acquire(timeout=_CLOSE_WAIT_S):
-            try:
-                self._stop()
-            finally:
-                self._lock.release()
-            return
-        proc = self._proc
-        if proc is not None:
-            with contextlib.suppress(OSError):
-                proc.kill()
+        self._stop_within(self._lock)
 
     def _ask(self, request: SummaryRequest) -> str | None:
         """The child's answer, or None when there is no working child (it is then dropped)."""
@@ -127,7 +117,6 @@ class ChildSummarizer(HasChild):
         return None
 
 
-_CLOSE_WAIT_S = 1.0
 ANSWER_DEADLINE_S = 60.0
 """How long the child may take over one summary before it is killed (and the summary
 made in process). An offline summary of a compaction's chunk takes milliseconds to a

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ChildStaticEmbedder", "main"]
 
-_CLOSE_WAIT_S: Final = 1.0
 _ROWS: Final = b"R"
 _ERROR: Final = b"E"
 MIN_BATCH: Final = 256
@@ -93,16 +92,7 @@ class ChildStaticEmbedder(StaticEmbedder, HasChild):
         killed then, and that thread embeds its batch in process (or is gone).
         """
         self._closed = True
-        if self._child_lock.acquire(timeout=_CLOSE_WAIT_S):
-            try:
-                self._stop()
-            finally:
-                self._child_lock.release()
-            return
-        proc = self._proc
-        if proc is not None:
-            with contextlib.suppress(OSError):
-                proc.kill()
+        self._stop_within(self._child_lock)
 
     def _ask(self, texts: list[str]) -> Matrix | None:
         """The child's rows for ``texts``, or None when there is no working child (dropped)."""
