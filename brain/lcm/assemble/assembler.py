@@ -272,12 +272,17 @@ def _fit(
     the whole fits or only the pinned items and the tail are left.
     """
     head, history, tail = parts
+
+    def pair(chosen: list[Shown]) -> tuple[list[Turn], PairingReport, int]:
+        # An expansion undone shows a summary that was not rendered yet: render first.
+        ensure_entries(store, view, [s.item for s in chosen if s.item is not None])
+        return paired(store, conversation_id, view, chosen)
+
     chosen = head + history.shown() + tail
-    ensure_entries(store, view, [s.item for s in chosen if s.item is not None])
-    turns, report, tokens = paired(store, conversation_id, view, chosen)
+    turns, report, tokens = pair(chosen)
     while tokens > budget and history.coarser():
         chosen = head + history.shown() + tail
-        turns, report, tokens = paired(store, conversation_id, view, chosen)
+        turns, report, tokens = pair(chosen)
     middle = history.shown()
     while tokens > budget and middle:
         over = tokens - budget
@@ -290,5 +295,5 @@ def _fit(
         history.give_up(drop)
         middle = history.shown()
         chosen = head + middle + tail
-        turns, report, tokens = paired(store, conversation_id, view, chosen)
+        turns, report, tokens = pair(chosen)
     return chosen, turns, report, tokens
