@@ -92,8 +92,7 @@ class Plan:
         """The plan in history order."""
         out: list[Shown] = []
         opened = {key(i) for i in self.expanded}
-        gap_at = {g.items[0].pos: g for g in self.gaps}
-        in_gap = {i.pos for g in self.gaps for i in g.items}
+        gap_at = {g.items[0].pos: g for g in self.gaps}  # gaps hold no picked item
 
         def emit(item: Item) -> None:
             k = key(item)
@@ -106,7 +105,7 @@ class Plan:
         for item in self.prefix:
             if item.pos in gap_at:
                 out.append(Shown(None, gap=gap_at[item.pos]))
-            elif item.pos in self.picked and item.pos not in in_gap:
+            elif item.pos in self.picked:
                 if self.picked[item.pos]:
                     out.append(Shown(item, self.picked[item.pos]))
                 else:

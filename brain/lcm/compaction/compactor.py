@@ -161,9 +161,10 @@ class Compactor(Rebuilds):
 
     def eligible(self, conversation_id: int) -> bool:
         """Whether an incremental compaction would do anything now."""
-        return self.config.auto and (
-            self._over_threshold(conversation_id) or self._summaries_over(conversation_id)
-        )
+        if not self.config.auto:
+            return False
+        raw_over, summaries_over = self._backlog(conversation_id)
+        return raw_over > 0 or summaries_over > 0
 
     def rebuild_due(self, conversation_id: int) -> bool:
         """Whether a summary of the context list waits for its rebuild."""
@@ -186,12 +187,7 @@ class Compactor(Rebuilds):
     # -- leaf passes -------------------------------------------------------------
 
     def _over_threshold(self, conversation_id: int) -> bool:
-        with self._access() as store:
-            conv = conversation_by_id(store, conversation_id)
-            sized = sizes(self.config, conv.budget)
-            start = self._tail_start(store, conv, sized)
-            outside = conv.raw_tokens - raw_tokens_from(store, conversation_id, start)
-        return outside > sized.threshold
+        return self._backlog(conversation_id)[0] > 0
 
     def _tail_start(self, store: Store, conv: Conversation, sized: Sizes) -> int:
         """Where the tail compaction keeps starts: ``fresh_tail_count`` messages, fewer
@@ -205,26 +201,30 @@ class Compactor(Rebuilds):
     def _summaries_over(self, conversation_id: int) -> bool:
         """Whether the summaries in the context list pass the room they have in the
         session's budget (never, for a session that follows none)."""
-        return self._summary_excess(conversation_id) > 0
+        return self._backlog(conversation_id)[1] > 0
 
-    def _summary_excess(self, conversation_id: int) -> int:
-        """How many tokens the summaries in the context list are over the room they have
-        in the session's budget (0 for a session that follows none).
+    def _backlog(self, conversation_id: int) -> tuple[int, int]:
+        """How many tokens raw history outside the tail is over the threshold, and the
+        summaries in the context list over the room they have in the session's budget
+        (each 0 or less when not over; summaries never over for a session that follows
+        no budget). One read of the tail serves both.
 
-        That room is their share of the budget, or more when the tail costs less than
-        its own share (short turns): what the budget leaves beside the tail as it is and
-        raw history up to the threshold. Leaf summaries are kept that much longer
-        before they are condensed, and a settled context spends its budget on them.
+        The summaries' room is their share of the budget, or more when the tail costs
+        less than its own share (short turns): what the budget leaves beside the tail as
+        it is and raw history up to the threshold. Leaf summaries are kept that much
+        longer before they are condensed, and a settled context spends its budget on
+        them.
         """
         with self._access() as store:
             conv = conversation_by_id(store, conversation_id)
             sized = sizes(self.config, conv.budget)
-            if sized.summary_room is None or conv.budget is None:
-                return 0
             tail = raw_tokens_from(store, conv.id, self._tail_start(store, conv, sized))
+            raw_over = conv.raw_tokens - tail - sized.threshold
+            if sized.summary_room is None or conv.budget is None:
+                return raw_over, 0
             spare = conv.budget - sized.threshold - tail - SUMMARY_ROOM_MARGIN
             room = max(sized.summary_room, spare)
-            return max(0, summary_tokens(store, conversation_id) - room)
+            return raw_over, summary_tokens(store, conversation_id) - room
 
     def _fit_summaries(self, conversation_id: int, report: CompactionReport) -> None:
         """Condense until the summaries fit the room they have: runs of two or more at
@@ -233,7 +233,7 @@ class Compactor(Rebuilds):
         to land at that room (``sized_run``, up to ``condensed_target_tokens``): a
         condensed summary keeps as much as the room allows."""
         max_depth = self.config.incremental_max_depth
-        while not self._stopping.is_set() and (excess := self._summary_excess(conversation_id)):
+        while not self._stopping.is_set() and (excess := self._backlog(conversation_id)[1]) > 0:
             # The newest summaries fold last: recent history keeps its detail (an
             # assemble can open a leaf into its messages), old history goes deep.
             if any(
